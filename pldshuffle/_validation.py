@@ -1,0 +1,91 @@
+"""Input validation helpers shared by every public entry point.
+
+Each helper raises ``TypeError`` for a value of the wrong type and ``ValueError`` for a value out of
+range; the message always names the parameter, shows the value and states the valid range, so a user
+can fix the call without reading the source.  ``bool`` is rejected where a number is expected (it is an
+``int`` subclass, and ``count=True`` is always a mistake).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "check_choice",
+    "check_delta",
+    "check_epsilon",
+    "check_int",
+    "check_positive_finite",
+    "check_probability",
+    "check_real",
+]
+
+
+def check_real(name: str, value: object) -> float:
+    """Return ``value`` as a float, or raise ``TypeError`` if it is not a real number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    return float(value)
+
+
+def check_int(name: str, value: object, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as an int in ``[minimum, maximum]``.
+
+    Integral floats such as ``1e6`` are accepted (users write ``num_users=1e6``); other floats are not.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got the boolean {value!r}")
+    if isinstance(value, numbers.Integral):
+        ivalue = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
+        ivalue = int(value)
+    elif isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    else:
+        raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
+    if ivalue < minimum or (maximum is not None and ivalue > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value!r}")
+    return ivalue
+
+
+def check_positive_finite(name: str, value: object) -> float:
+    """Return ``value`` as a float in ``(0, inf)``."""
+    x = check_real(name, value)
+    if not (math.isfinite(x) and x > 0.0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return x
+
+
+def check_probability(name: str, value: object, *, low_open: bool = True, high_open: bool = True) -> float:
+    """Return ``value`` as a float in the interval (0, 1) with the requested open/closed ends."""
+    x = check_real(name, value)
+    low_ok = x > 0.0 if low_open else x >= 0.0
+    high_ok = x < 1.0 if high_open else x <= 1.0
+    if not (low_ok and high_ok) or math.isnan(x):
+        interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return x
+
+
+def check_delta(value: object, name: str = "target_delta") -> float:
+    """Return a δ in the open interval (0, 1)."""
+    return check_probability(name, value)
+
+
+def check_epsilon(value: object, name: str = "target_epsilon") -> float:
+    """Return an ε in [0, inf)."""
+    x = check_real(name, value)
+    if not (math.isfinite(x) and x >= 0.0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return x
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+    return value

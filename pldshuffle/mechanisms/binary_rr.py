@@ -1,0 +1,166 @@
+"""Shuffled binary randomised response (2RR) -- KHH21 §4 with the worst case over datasets (core spec §1).
+
+Each of ``n`` users reports its bit flipped with probability ``p = 1/(e^{ε0}+1)``; the analyst sees the
+number of ones.  For neighbouring datasets differing in user ``n`` (bit 0 vs 1) with ``m`` ones among
+the other users,
+
+.. math::  P_m = N_m + \\mathrm{Bern}(p),\\quad Q_m = N_m + \\mathrm{Bern}(1-p),\\quad
+           N_m = \\mathrm{Bin}(m, 1-p) + \\mathrm{Bin}(n-1-m, p),
+
+and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the worst case (spec §1: at
+``n=3, e^{ε0}=3, ε=0`` it gives 0.28125 while ``m=1`` gives 0.3125).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from .._validation import check_choice, check_int, check_positive_finite
+from ..pld import LossDistribution, PrivacyLossPair
+from ._binomial import binomial_window
+from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+
+__all__ = ["ShuffledBinaryRR"]
+
+#: Above this many users the exact worst case (n/2 dataset pairs) is replaced by a dominating pair.
+EXACT_WORST_CASE_MAX_USERS = 10_000
+# Binomial factors of N_m are windowed with this tail; its effect on any kept pmf value is < 1e-40 relative.
+_INNER_TAIL = 1e-60
+
+
+@dataclass(frozen=True)
+class ShuffledBinaryRR(ShuffleMechanism):
+    """Binary randomised response with ``local_epsilon``-LDP, shuffled among ``num_users`` users.
+
+    Parameters
+    ----------
+    num_users : int
+        ``n >= 2``, including the user whose bit differs.
+    local_epsilon : float
+        ``ε0 > 0`` of the local randomiser (flip probability ``1/(e^{ε0}+1)``).
+    dataset : {"worst", "khh21"}
+        ``"worst"`` (default) bounds the maximum over all neighbouring datasets (the DP guarantee):
+        exactly, over every ``m``, for ``n <= 10_000`` (cost O(n) pairs of O(√n) support each); above
+        that, the upper bound uses the pair in which the adversary also learns which users randomised
+        (``Bin(B,1/2)+Bern(p)`` vs ``Bin(B,1/2)+Bern(1-p)``, ``B ~ Bin(n-1, 2p)`` observed; a proven
+        dominating pair, equal to the FMT23 clone pair) and the lower bound uses the datasets
+        ``m = 0`` and ``m = ⌊(n-1)/2⌋``; the result's caveats say so.  ``"khh21"`` analyses the single
+        dataset pair ``0^n`` vs ``10^{n-1}`` of KHH21 eq. (4.1) (a lower bound on the worst case).
+
+    Notes
+    -----
+    Neighbouring relation: replace one user's bit.  Source: Koskela, Heikkilä, Honkela (2021),
+    "Tight differential privacy for discrete-valued mechanisms and for the subsampled Gaussian
+    mechanism using FFT" / "Numerical accounting in the shuffle model", §4, eq. (4.1); worst case over
+    ``m``: pldshuffle core spec §1.
+    """
+
+    num_users: int
+    local_epsilon: float
+    dataset: str = "worst"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
+        object.__setattr__(self, "local_epsilon", check_positive_finite("local_epsilon", self.local_epsilon))
+        check_choice("dataset", self.dataset, ("worst", "khh21"))
+
+    @property
+    def flip_probability(self) -> float:
+        """``p = 1/(e^{ε0}+1)``."""
+        return float(1.0 / (np.exp(self.local_epsilon) + 1.0))
+
+    def describe(self) -> str:
+        what = (
+            "worst case over all neighbouring datasets"
+            if self.dataset == "worst"
+            else "dataset pair 0^n vs 10^(n-1) only (KHH21): a lower bound on the worst case"
+        )
+        return (
+            f"shuffled binary randomized response, n={self.num_users}, ε0={self.local_epsilon:g}, "
+            f"replace-one neighbours, analyst sees the count of ones; {what}"
+        )
+
+    def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
+        n = self.num_users
+        if self.dataset == "khh21":
+            caveat = "dataset pair 0^n vs 10^(n-1) only: a lower bound on the worst case over datasets"
+            return PairFamily.exact(self.dataset_pair(0, tail_mass=tail_mass), is_guarantee=False, caveats=(caveat,))
+        half = (n - 1) // 2
+        if n <= EXACT_WORST_CASE_MAX_USERS:
+            members = tuple(self.dataset_pair(m, tail_mass=tail_mass) for m in range(half + 1))
+            return PairFamily.exact(*members)
+        lower = tuple(self.dataset_pair(m, tail_mass=tail_mass) for m in sorted({0, half}))
+        caveat = (
+            f"n > {EXACT_WORST_CASE_MAX_USERS}: upper bound from the dominating pair in which the adversary learns "
+            "who randomised (= FMT23 clone pair); lower bound from datasets m=0 and m=(n-1)/2"
+        )
+        return PairFamily((self._randomiser_revealed_pair(tail_mass),), lower, True, (caveat,))
+
+    def dataset_pair(self, ones_among_others: int, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PrivacyLossPair:
+        """Exact pair ``(P_m, Q_m)`` for ``m = ones_among_others`` (O(n) time, O(√n) support after windowing).
+
+        Outcomes whose pmf is not computed exactly are dropped and their ``P``-mass booked as
+        truncated mass (at most ``tail_mass`` plus 1e-59).
+        """
+        n, p = self.num_users, self.flip_probability
+        m = check_int("ones_among_others", ones_among_others, minimum=0, maximum=n - 1)
+        noise, dropped = _pmf_window(m, n - 1 - m, p)
+        return _pair_from_noise(noise, dropped, p, tail_mass, f"2RR dataset pair, m={m}")
+
+    def _randomiser_revealed_pair(self, tail_mass: float) -> PrivacyLossPair:
+        """Dominating pair: B ~ Bin(n-1, 2p) randomisers observed, noise Bin(B, 1/2)."""
+        from .clones import clone_pair
+
+        return clone_pair(self.num_users, self.local_epsilon, 2.0 * self.flip_probability, tail_mass)
+
+
+def _pmf_window(ones: int, zeros: int, p: float) -> tuple[NDArray[np.float64], float]:
+    """pmf of ``N = Bin(ones, 1-p) + Bin(zeros, p)`` on a window, padded with the exact zeros beyond the
+    support ends the window reaches: ``(pmf, dropped_mass_bound)``, index 0 at the window start."""
+    parts = []
+    dropped = 0.0
+    lo_total, hi_total = 0, 0
+    for trials, prob in ((ones, 1.0 - p), (zeros, p)):
+        lo, hi, d = binomial_window(trials, prob, _INNER_TAIL)
+        parts.append(stats.binom.pmf(np.arange(lo, hi + 1), trials, prob))
+        dropped += d
+        lo_total += lo
+        hi_total += hi - trials
+    # Direct (not FFT) convolution: a sum of positive terms, accurate to a few ulps relative.
+    noise = np.convolve(parts[0], parts[1])
+    # N(i) = 0 exactly below 0 and above n-1: pad so boundary outcomes of N + X are kept.
+    return np.concatenate([[0.0] if lo_total == 0 else [], noise, [0.0] if hi_total == 0 else []]), dropped
+
+
+def _pair_from_noise(noise: NDArray[np.float64], dropped: float, p: float, tail_mass: float, label: str) -> PrivacyLossPair:
+    """Pair ``(N + Bern(p), N + Bern(1-p))`` from a windowed pmf of N, keeping exactly computed outcomes.
+
+    Outcome ``j`` (``N + X`` at window index ``j``) is kept when ``N(j)`` and ``N(j-1)`` both lie in the
+    tail-trimmed range ``[first, last]``; the P- and Q-mass of the other outcomes is booked exactly.
+    """
+    cdf = np.cumsum(noise)
+    sf = np.cumsum(noise[::-1])[::-1]
+    half = tail_mass / 2.0
+    first = max(0, int(np.searchsorted(cdf, half, side="right")) - 1)
+    last = min(noise.size - 1, noise.size - int(np.searchsorted(sf[::-1], half, side="right")))
+    cur, prev = noise[first + 1 : last + 1], noise[first:last]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = prev / cur
+        # Loss from the ratio r = N(j-1)/N(j) (an ulp-accurate division), not a difference of log-pmfs.
+        loss = np.log((1.0 - p) + p * ratio) - np.log(p + (1.0 - p) * ratio)
+    eps0 = np.log1p(-p) - np.log(p)
+    loss = np.where(cur == 0.0, -eps0, np.where(prev == 0.0, eps0, loss))
+    below = cdf[first - 1] if first > 0 else 0.0
+    above = sf[last + 1] if last + 1 < noise.size else 0.0
+
+    def direction(flip: float, sign: float) -> LossDistribution:
+        masses = (1.0 - flip) * cur + flip * prev
+        unkept = below + noise[first] * (1.0 - flip) + above + noise[last] * flip + dropped
+        keep = masses > 0
+        return LossDistribution(sign * loss[keep], masses[keep], truncated_mass=min(unkept, 1.0))
+
+    return PrivacyLossPair(direction(p, 1.0), direction(1.0 - p, -1.0), label=label)

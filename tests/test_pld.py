@@ -1,0 +1,47 @@
+"""Exact single-round pairs: construction, bookkeeping and closed-form values."""
+
+import math
+
+import numpy as np
+import pytest
+
+import pldshuffle as ps
+
+
+def test_randomized_response_from_pmfs_is_exact():
+    # Plain RR with e^{eps0}=3: delta(eps) = 0.75 - e^eps * 0.25 for eps < log 3.
+    pair = ps.PrivacyLossPair.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75])
+    eps = np.array([0.0, 0.5, 1.0, math.log(3.0), 2.0])
+    lower, upper = pair.delta_bounds(eps)
+    exact = np.maximum(0.75 - np.exp(eps) * 0.25, 0.0)
+    assert np.all(lower <= exact + 1e-300) and np.all(exact <= upper)
+    np.testing.assert_allclose(upper, exact, rtol=1e-9, atol=1e-15)
+
+
+def test_mapping_input_and_infinity_mass():
+    pair = ps.PrivacyLossPair.from_probability_mass_functions({"a": 0.5, "b": 0.5}, {"a": 1.0})
+    assert pair.forward.infinity_mass == pytest.approx(0.5)
+    lower, upper = pair.delta_bounds(100.0)
+    assert lower[0] == pytest.approx(0.5) and upper[0] >= 0.5
+
+
+@pytest.mark.parametrize("bad", [[-0.1, 1.1], [0.7, 0.7], [float("nan"), 0.5]])
+def test_bad_pmfs_rejected(bad):
+    with pytest.raises(ValueError, match="pmf_p"):
+        ps.PrivacyLossPair.from_probability_mass_functions(bad, [0.5, 0.5])
+
+
+def test_binary_rr_family_matches_spec_values():
+    # core spec §1: n=3, e^{eps0}=3, eps=0 gives 0.28125 (m=0) and 0.3125 (m=1).
+    family = ps.ShuffledBinaryRR(3, math.log(3.0)).pair_family()
+    values = [p.delta_bounds(0.0) for p in family.upper]
+    assert values[0][0][0] <= 0.28125 <= values[0][1][0]
+    assert values[1][0][0] <= 0.3125 <= values[1][1][0]
+
+
+def test_binary_rr_masses_sum_to_one():
+    for pair in ps.ShuffledBinaryRR(200, 1.5).pair_family().upper[::17]:
+        for d in pair.directions:
+            total = d.finite_mass + d.infinity_mass + d.truncated_mass
+            assert total == pytest.approx(1.0, abs=1e-12)
+            assert float(np.sum(d.masses * np.exp(-d.losses))) <= 1.0 + 1e-12
