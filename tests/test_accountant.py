@@ -1,0 +1,179 @@
+"""The Fourier accountant against the independent exact reference (tests/reference.py: no FFT, no grid)."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pldshuffle as ps
+from pldshuffle.fft import available_backends
+from reference import delta_exact, delta_heterogeneous, epsilon_exact, pair_binary_rr
+
+EPS = np.array([0.0, 0.05, 0.2, 0.5, 1.0, 2.0])
+# The reference sums floats (math.fsum of positive terms): allow its rounding noise.
+TOL = 1e-15
+
+
+def _rr(n, eps0, dataset):
+    return ps.ShuffledBinaryRR(n, eps0, dataset=dataset)
+
+
+def _exact_2rr(n, eps0, eps, rounds, ms):
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    return max(delta_exact(pair_binary_rr(n, p, m), eps, rounds) for m in ms)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3, 4])
+@pytest.mark.parametrize("n, eps0", [(6, 1.0), (9, 0.7), (12, 2.0)])
+def test_binary_rr_worst_case_brackets_exact_composition(n, eps0, rounds):
+    bounds = ps.FourierAccountant().compose(_rr(n, eps0, "worst"), count=rounds).get_delta_bounds(EPS)
+    for e, lo, up in zip(EPS, bounds.lower, bounds.upper):
+        exact = _exact_2rr(n, eps0, e, rounds, range((n - 1) // 2 + 1))
+        assert lo <= exact + TOL and exact <= up + TOL
+        if exact > 1e-6:  # δ width where δ is material (the ε-gap targets are checked below)
+            assert up - lo <= 2e-2 * exact
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 4])
+def test_binary_rr_khh21_pair_is_bracketed_and_labelled(rounds):
+    bounds = ps.FourierAccountant().compose(_rr(10, 1.0, "khh21"), count=rounds).get_delta_bounds(EPS)
+    assert not bounds.is_guarantee and "lower bound" in " ".join(bounds.caveats)
+    for e, lo, up in zip(EPS, bounds.lower, bounds.upper):
+        exact = _exact_2rr(10, 1.0, e, rounds, [0])
+        assert lo <= exact + TOL and exact <= up + TOL
+
+
+def test_epsilon_bounds_bracket_exact_inverse():
+    for rounds in (1, 3):
+        b = ps.FourierAccountant().compose(_rr(8, 1.0, "khh21"), count=rounds).get_epsilon_bounds(1e-3)
+        exact = epsilon_exact(pair_binary_rr(8, 1.0 / (math.e + 1.0), 0), 1e-3, rounds)
+        assert b.lower <= exact <= b.upper + 1e-12
+        assert b.relative_gap <= 1e-3
+
+
+def test_heterogeneous_composition_brackets_exact():
+    a, b = _rr(7, 1.0, "khh21"), _rr(5, 0.5, "khh21")
+    pa, pb = pair_binary_rr(7, 1 / (math.e + 1), 0), pair_binary_rr(5, 1 / (math.exp(0.5) + 1), 0)
+    bounds = ps.FourierAccountant().compose(a, 2).compose(b, 1).get_delta_bounds(EPS)
+    for e, lo, up in zip(EPS, bounds.lower, bounds.upper):
+        exact = delta_heterogeneous([pa, pa, pb], e)
+        assert lo <= exact + TOL and exact <= up + TOL
+
+
+def test_repeated_compose_equals_single_call():
+    mech = _rr(50, 1.0, "khh21")
+    one = ps.FourierAccountant().compose(mech, 5).get_delta_bounds(EPS)
+    two = ps.FourierAccountant().compose(mech, 2).compose(ps.ShuffledBinaryRR(50, 1.0, "khh21"), 3).get_delta_bounds(EPS)
+    np.testing.assert_array_equal(one.upper, two.upper)
+    np.testing.assert_array_equal(one.lower, two.lower)
+
+
+pmf = st.lists(st.floats(0.01, 1.0), min_size=2, max_size=5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(p=pmf, q=pmf, rounds=st.integers(1, 3), eps=st.floats(0.0, 2.0))
+def test_user_pair_bracketed_property(p, q, rounds, eps):
+    size = min(len(p), len(q))
+    p = np.array(p[:size]) / sum(p[:size])
+    q = np.array(q[:size]) / sum(q[:size])
+    mech = ps.PairMechanism.from_probability_mass_functions(p, q)
+    bounds = ps.FourierAccountant().compose(mech, rounds).get_delta_bounds(eps)
+    exact = delta_exact({i: (float(p[i]), float(q[i])) for i in range(size)}, eps, rounds)
+    assert 0.0 <= bounds.lower <= exact + 1e-15
+    assert exact <= bounds.upper <= 1.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(2, 40), eps0=st.floats(0.1, 3.0), rounds=st.integers(1, 6))
+def test_monotone_and_in_range(n, eps0, rounds):
+    acc = ps.FourierAccountant().compose(_rr(n, eps0, "khh21"), rounds)
+    b = acc.get_delta_bounds(EPS)
+    assert np.all(np.diff(b.upper) <= 1e-15) and np.all(np.diff(b.lower) <= 1e-15)
+    assert np.all((0 <= b.lower) & (b.lower <= b.upper) & (b.upper <= 1))
+    more = ps.FourierAccountant().compose(_rr(n, eps0, "khh21"), rounds + 1).get_delta_bounds(EPS)
+    assert np.all(more.upper >= b.lower - 1e-15)
+
+
+@pytest.mark.skipif(len(available_backends()) < 2, reason="pyfftw not installed")
+def test_fft_backends_agree_within_certified_width():
+    mech = _rr(300, 1.0, "khh21")
+    res = [ps.FourierAccountant(fft_backend=name).compose(mech, 16).get_epsilon_bounds(1e-6) for name in ("pyfftw", "scipy")]
+    assert res[0].lower <= res[1].upper and res[1].lower <= res[0].upper
+    assert {r.diagnostics["fft_backend"] for r in res} == {"pyfftw", "scipy"}
+
+
+def test_width_target_and_diagnostics():
+    b = ps.FourierAccountant().compose(_rr(1000, math.log(7), "khh21"), 64).get_epsilon_bounds(1e-6)
+    # dp-accounting at dx=1e-4 brackets this value in [2.6641, 2.6705] (anchors §2b).
+    assert b.lower <= 2.6705 and b.upper >= 2.6641
+    assert b.relative_gap <= 1e-3
+    for key in ("value_discretization_interval", "grid_size", "fft_backend", "wrap_around_upper", "fft_rounding_error"):
+        assert key in b.diagnostics
+
+
+def test_infinite_epsilon_below_infinity_mass():
+    mech = ps.PairMechanism.from_probability_mass_functions([0.5, 0.5], [1.0, 0.0])
+    b = ps.FourierAccountant().compose(mech, 2).get_epsilon_bounds(0.5)
+    assert b.upper == math.inf
+
+
+def test_memory_refusal_names_the_knob():
+    acc = ps.FourierAccountant(max_memory_bytes=10_000).compose(_rr(100, 1.0, "khh21"), 8)
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        acc.get_epsilon_bounds(1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda a: a.compose(_rr(10, 1.0, "worst"), 0), "count"),
+        (lambda a: a.compose(_rr(10, 1.0, "worst"), 1.5), "count"),
+        (lambda a: a.compose(_rr(10, 1.0, "worst"), True), "count"),
+        (lambda a: a.compose("2rr", 1), "mechanism"),
+        (lambda a: a.compose(_rr(10, 1.0, "worst")).get_epsilon_bounds(0.0), "target_delta"),
+        (lambda a: a.compose(_rr(10, 1.0, "worst")).get_epsilon_bounds(1.0), "target_delta"),
+        (lambda a: a.compose(_rr(10, 1.0, "worst")).get_delta_bounds(-0.1), "target_epsilon"),
+        (lambda a: a.compose(_rr(10, 1.0, "worst")).get_delta_bounds(float("nan")), "target_epsilon"),
+        (lambda a: a.get_epsilon(1e-6), "nothing composed"),
+    ],
+)
+def test_bad_accountant_input(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(ps.FourierAccountant())
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"value_discretization_interval": 0.0}, "value_discretization_interval"),
+        ({"fft_backend": "cuda"}, "fft_backend"),
+        ({"tail_mass": 1.5}, "tail_mass"),
+    ],
+)
+def test_bad_accountant_options(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ps.FourierAccountant(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((1, 1.0), "num_users"),
+        ((2.5, 1.0), "num_users"),
+        ((10, 0.0), "local_epsilon"),
+        ((10, float("inf")), "local_epsilon"),
+        ((10, float("nan")), "local_epsilon"),
+    ],
+)
+def test_bad_binary_rr_parameters(args, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        ps.ShuffledBinaryRR(*args)
+
+
+def test_unknown_dataset_name():
+    with pytest.raises(ValueError, match="dataset"):
+        ps.ShuffledBinaryRR(10, 1.0, dataset="best")
