@@ -15,7 +15,8 @@ def test_randomized_response_from_pmfs_is_exact():
     lower, upper = pair.delta_bounds(eps)
     exact = np.maximum(0.75 - np.exp(eps) * 0.25, 0.0)
     assert np.all(lower <= exact + 1e-300) and np.all(exact <= upper)
-    np.testing.assert_allclose(upper, exact, rtol=1e-9, atol=1e-15)
+    # Documented slack: MASS_RTOL relative plus SUM_RTOL times the mass near ε.
+    np.testing.assert_allclose(upper, exact, rtol=1e-9, atol=1e-11)
 
 
 def test_mapping_input_and_infinity_mass():
