@@ -1,0 +1,255 @@
+"""Shared machinery of the analytic baselines.
+
+* :class:`BoundResult`, the one result type of every ``*_result`` function, and
+  :func:`plain_float`, which derives the plain-float convenience function from it;
+* log-space helpers (``log(e^x - 1)``, ``log(1 - e^x)``, ``log(e^x + e^y)``, Bennett's ``log h``);
+* inversion of implicit bounds: the first crossing of a (possibly non-monotone) function on a grid,
+  refined with ``brentq`` and then nudged so that the returned point satisfies the bound;
+* parameter checks shared by several modules (``local_epsilon``, RDP orders, the kRR ``gamma``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import gammaln, xlog1py, xlogy
+
+from .._validation import check_epsilon, check_int, check_positive_finite, check_probability
+
+__all__ = ["BoundResult"]
+
+#: Absolute tolerance of the root refinements. BBGN19 §6 uses 1e-12; at ε ≈ 3e-3 that leaves only
+#: ~3e-10 relative accuracy, so we refine further (brentq adds its own 4 ulp relative tolerance).
+XTOL = 1e-15
+
+
+@dataclass(frozen=True)
+class BoundResult:
+    """The value of an analytic baseline together with what it rests on.
+
+    Attributes
+    ----------
+    value : float
+        The bound (ε, δ, ε0 or an RDP value). ``nan`` means "no guarantee from this bound": the
+        parameters are outside the range where the source proves it. It is never replaced by ε0.
+    reason : str or None
+        Why ``value`` is ``nan``; ``None`` exactly when ``value`` is a number.
+    proven : bool
+        ``False`` for curves kept only for figure parity (e.g. BBGN19 Thm 3.1 above ε = 1, the
+        Bennett bound with the printed Lemma 5.6); these are *not* privacy guarantees.
+    note : str or None
+        How a numeric value was obtained when that matters (e.g. "no amplification certified,
+        ε = ε0", "limited by the validity range").
+    details : Mapping
+        Auxiliary numbers, e.g. the optimal RDP order or the chosen δ split of a composition.
+    """
+
+    value: float
+    reason: str | None = None
+    proven: bool = True
+    note: str | None = None
+    details: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", float(self.value))
+        if math.isnan(self.value) != (self.reason is not None):
+            raise ValueError("BoundResult: reason must be given exactly when value is nan")
+
+    def __float__(self) -> float:
+        return self.value
+
+
+def no_guarantee(reason: str, **details: float) -> BoundResult:
+    """A ``nan`` result with its explanation."""
+    return BoundResult(math.nan, reason=reason, details=details)
+
+
+def plain_float(result_function: Callable[..., BoundResult]) -> Callable[..., float]:
+    """Derive ``name(...) -> float`` from ``name_result(...) -> BoundResult``.
+
+    The derived function takes exactly the same arguments and returns ``.value`` (``nan`` outside the
+    proven range; call the ``*_result`` form to learn why).
+    """
+    name = result_function.__name__.removesuffix("_result")
+
+    @functools.wraps(result_function)
+    def plain(*args, **kwargs) -> float:
+        return result_function(*args, **kwargs).value
+
+    plain.__name__ = plain.__qualname__ = name
+    plain.__doc__ = (
+        f"Plain-float form of :func:`{result_function.__name__}` (same arguments).\n\n"
+        f"Returns its ``.value``: ``nan`` where the bound gives no guarantee; call "
+        f"``{result_function.__name__}`` to get the reason.\n"
+    )
+    plain.__signature__ = inspect.signature(result_function).replace(return_annotation=float)
+    return plain
+
+
+# ---------------------------------------------------------------------------------------------------
+# log-space helpers
+
+
+def log_expm1(x: float) -> float:
+    """``log(e^x - 1)`` for ``x >= 0`` without overflow or cancellation (``-inf`` at 0)."""
+    if x == 0.0:
+        return -math.inf
+    return x + math.log1p(-math.exp(-x)) if x > 1.0 else math.log(math.expm1(x))
+
+
+def logaddexp(x: float, y: float) -> float:
+    """``log(e^x + e^y)`` for scalars (``math`` has no ``logaddexp``)."""
+    high, low = (x, y) if x >= y else (y, x)
+    return high if low == -math.inf else high + math.log1p(math.exp(low - high))
+
+
+def log_sum_exp(values: Sequence[float] | np.ndarray) -> float:
+    """``log Σ e^{v}`` of a 1-D sequence (a lean ``scipy.special.logsumexp`` for hot loops)."""
+    v = np.asarray(values, dtype=float)
+    top = float(np.max(v))
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.sum(np.exp(v - top))))
+
+
+def log_binomial_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    """``log Bin(n, p)(k)`` via ``gammaln`` (as ``scipy.stats.binom.logpmf``, without its import cost)."""
+    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
+
+
+def log1mexp(x: float) -> float:
+    """``log(1 - e^x)`` for ``x <= 0`` (Mächler's two-branch evaluation; ``-inf`` at 0)."""
+    if x == 0.0:
+        return -math.inf
+    return math.log(-math.expm1(x)) if x > -math.log(2.0) else math.log1p(-math.exp(x))
+
+
+def log_bennett_h(u: float) -> float:
+    """``log h(u)`` of Bennett's ``h(u) = (1 + u) log(1 + u) - u`` for ``u > 0``.
+
+    Below ``u = 1e-4`` the series ``h(u) = u² (1/2 - u/6 + u²/12 - u³/20 + u⁴/30 - ...)`` avoids the
+    cancellation (and the negative values the authors' code patches with ``u²``).
+    """
+    if u < 1e-4:
+        return 2.0 * math.log(u) + math.log(0.5 - u * (1 / 6 - u * (1 / 12 - u * (1 / 20 - u / 30))))
+    return math.log((1.0 + u) * math.log1p(u) - u)
+
+
+# ---------------------------------------------------------------------------------------------------
+# inversion
+
+
+def refine(excess: Callable[[float], float], x_ok: float, x_bad: float, xtol: float) -> float:
+    """A point within about ``xtol`` of the boundary between ``x_ok`` (excess <= 0) and ``x_bad``.
+
+    ``brentq`` may stop on the wrong side of the boundary; the root is then moved towards ``x_ok``
+    by doubling steps until ``excess <= 0``, so the returned point always satisfies the bound.
+    """
+    x = brentq(excess, x_ok, x_bad, xtol=xtol)
+    step = xtol
+    while excess(x) > 0.0:
+        x += math.copysign(step, x_ok - x)
+        step *= 2.0
+        if (x - x_ok) * (x_bad - x_ok) <= 0.0:
+            return x_ok
+    return x
+
+
+def first_crossing(
+    function: Callable[[float], float], target: float, grid: Sequence[float], xtol: float = XTOL
+) -> float | None:
+    """Smallest ``x`` (up to ``xtol``) with ``function(x) <= target``, scanning ``grid`` upwards.
+
+    The scan makes this safe for non-monotone functions (BBGN19's δ(ε)): the crossing returned is
+    the first one found on the grid, refined by ``brentq`` against the previous grid point. Returns
+    ``grid[0]`` if that point already satisfies the bound and ``None`` if no grid point does.
+    """
+    previous = None
+    for x in grid:
+        if function(x) <= target:
+            if previous is None:
+                return float(x)
+            return refine(lambda y: function(y) - target, float(x), previous, xtol)
+        previous = float(x)
+    return None
+
+
+def last_feasible_of_first_run(
+    function: Callable[[float], float], target: float, grid: Sequence[float], xtol: float = XTOL
+) -> float | None:
+    """Largest ``x`` of the first run of grid points with ``function(x) <= target``, refined.
+
+    Returns ``None`` if ``function(grid[0]) > target`` and ``grid[-1]`` if the whole grid is
+    feasible.
+    """
+    if function(grid[0]) > target:
+        return None
+    last = float(grid[0])
+    for x in grid[1:]:
+        if function(x) > target:
+            return refine(lambda y: function(y) - target, last, float(x), xtol)
+        last = float(x)
+    return last
+
+
+def epsilon_grid(local_epsilon: float, num: int = 200) -> np.ndarray:
+    """Geometric grid of ``num`` points from ``1e-8 ε0`` to ``ε0`` (inclusive) for ε inversion."""
+    return np.geomspace(1e-8 * local_epsilon, local_epsilon, num)
+
+
+# ---------------------------------------------------------------------------------------------------
+# shared parameter checks
+
+
+def check_local_epsilon(value: object) -> float:
+    """``local_epsilon`` (ε0 of the local randomizer) in ``(0, inf)``."""
+    return check_positive_finite("local_epsilon", value)
+
+
+def check_alpha(alpha: object) -> np.ndarray:
+    """RDP order(s) ``alpha``: finite reals > 1 (scalar or array), returned as a float array."""
+    values = np.asarray(alpha)
+    if values.dtype == bool or not (
+        np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)
+    ):
+        raise TypeError(f"alpha must be a real number or an array of them, got {alpha!r}")
+    values = values.astype(float)
+    if values.size == 0 or not np.all(np.isfinite(values) & (values > 1.0)):
+        raise ValueError(f"alpha must be finite and > 1 (RDP order), got {alpha!r}")
+    return values
+
+
+def krr_parameters(domain_size: object, gamma: object, local_epsilon: object) -> tuple[int, float, float]:
+    """``(k, γ, ε0)`` of k-ary randomized response from exactly one of ``gamma`` / ``local_epsilon``.
+
+    BBGN19 Lemma 5.1(1): ``γ = k / (e^{ε0} + k - 1)``, i.e. ``ε0 = log(1 + k (1 - γ) / γ)``.
+    """
+    k = check_int("domain_size", domain_size, minimum=2)
+    if (gamma is None) == (local_epsilon is None):
+        raise ValueError(
+            f"give exactly one of gamma (blanket probability in (0, 1]) and local_epsilon (> 0); "
+            f"got gamma={gamma!r}, local_epsilon={local_epsilon!r}"
+        )
+    if gamma is not None:
+        g = check_probability("gamma", gamma, high_open=False)
+        return k, g, math.log1p(k * (1.0 - g) / g)
+    eps0 = check_local_epsilon(local_epsilon)
+    return k, k / (math.expm1(eps0) + k), eps0
+
+
+def check_flag(name: str, value: object) -> bool:
+    """A ``bool`` switch such as ``strict`` (numbers and strings are rejected)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+    return bool(value)
+
+
+def check_target_epsilon(value: object) -> float:
+    """``epsilon`` (the ε at which δ is evaluated) in ``[0, inf)``."""
+    return check_epsilon(value, "epsilon")
