@@ -185,26 +185,44 @@ class FourierAccountant:
 
     def get_epsilon_bounds(self, target_delta: float) -> EpsilonBounds:
         """Certified bracket on the smallest ε with δ(ε) ≤ ``target_delta``."""
+        return self._epsilon_brackets([check_delta(target_delta)])[0]
+
+    def epsilon_curve(self, target_deltas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(lower, upper)`` arrays of certified ε brackets at each δ, from one composition."""
+        deltas = [check_delta(float(d)) for d in np.atleast_1d(np.asarray(target_deltas, dtype=np.float64))]
+        if not deltas:
+            raise ValueError("target_deltas must hold at least one value in (0, 1)")
+        results = self._epsilon_brackets(deltas)
+        return np.array([r.lower for r in results]), np.array([r.upper for r in results])
+
+    def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(lower, upper)`` arrays of certified δ brackets at each ε (one composition)."""
+        b = self.get_delta_bounds(np.atleast_1d(np.asarray(target_epsilons, dtype=np.float64)))
+        return np.asarray(b.lower), np.asarray(b.upper)
+
+    def _epsilon_brackets(self, deltas: list[float]) -> list[EpsilonBounds]:
+        """Invert one composition at every δ, refining the grid while it limits the worst gap."""
         self._require_ledger()
-        delta = check_delta(target_delta)
         guarantee, caveats = self._labels()
         target = self.relative_gap_target or _relative_target(self.rounds)
         spacing = None
         previous_gap = math.inf
         for _ in range(_MAX_REFINEMENTS + 1):
-            lower_fn, upper_fn, diag = self._delta_functions(epsilon_hint=None, delta_hint=delta, spacing=spacing)
-            eps_upper = _invert(upper_fn, delta, upper=True)
-            eps_lower = min(_invert(lower_fn, delta, upper=False), eps_upper)
-            result = EpsilonBounds(eps_lower, eps_upper, delta, guarantee, caveats, diag)
+            lower_fn, upper_fn, diag = self._delta_functions(epsilon_hint=None, delta_hint=min(deltas), spacing=spacing)
+            results = []
+            for delta in deltas:
+                eps_upper = _invert(upper_fn, delta, upper=True)
+                eps_lower = min(_invert(lower_fn, delta, upper=False), eps_upper)
+                results.append(EpsilonBounds(eps_lower, eps_upper, delta, guarantee, caveats, diag))
             current = diag.get("value_discretization_interval")
-            gap = result.relative_gap
+            gap = max(r.relative_gap for r in results)
             # Refine only while the grid is what limits the gap (a family's envelope gap does not shrink).
             if current is None or self.value_discretization_interval is not None or gap <= target or gap > 0.75 * previous_gap:
-                return result
+                return results
             if diag["grid_size"] * 2 * _BYTES_PER_GRID_POINT > self.max_memory_bytes:
-                return result
+                return results
             previous_gap, spacing = gap, current / 2.0
-        return result
+        return results
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:
         """The guarantee: upper end of :meth:`get_delta_bounds`."""
@@ -389,7 +407,10 @@ def _invert(delta_fn, delta: float, *, upper: bool) -> float:
     For an upper δ-curve the returned ε satisfies the inequality (so it is a valid upper bound on ε);
     for a lower δ-curve the returned ε is a point where the curve still exceeds δ (a valid lower bound).
     """
-    f = lambda e: float(delta_fn(np.array([e]))[0])  # noqa: E731
+    def f(e: float) -> float:
+        with np.errstate(over="ignore"):  # e^ε overflows harmlessly while bracketing very large ε
+            return float(delta_fn(np.array([e]))[0])
+
     if f(0.0) <= delta:
         return 0.0
     hi = 1.0

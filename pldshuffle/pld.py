@@ -129,7 +129,9 @@ class LossDistribution:
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         j = np.searchsorted(self.losses, eps, side="right")
-        finite = np.maximum(self._suffix_mass[j] - np.exp(eps) * self._suffix_tilted[j], 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # e^ε = inf only multiplies an empty suffix (0)
+            tilted = np.where(self._suffix_tilted[j] > 0, np.exp(eps) * self._suffix_tilted[j], 0.0)
+        finite = np.maximum(self._suffix_mass[j] - tilted, 0.0)
         # Slack covers rounding of the sums and of the losses themselves (points within LOSS_ATOL of ε count).
         near = self._suffix_mass[np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")]
         slack = SUM_RTOL * near * (1.0 + np.abs(eps))
