@@ -1,0 +1,106 @@
+"""The accuracy and speed targets of the spec README, evaluated on a suite's rows and comparisons.
+
+| case | target |
+|---|---|
+| any mechanism, 1 round | certified relative ε gap ≤ 1e-4 |
+| ≤ 64 rounds | gap ≤ 1e-3 |
+| 1024 rounds | gap ≤ 2e-3 (applied here to 64 < rounds ≤ 1024; beyond 1024 shown without a target) |
+| ShuffledLDP(10**6, 4.0, "fmt20"), 1 round, δ=1e-6 | ≤ 2 s on 2 cores |
+| same, 64 rounds | ≤ 5 s |
+| ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 1024 rounds, δ=1e-6 | ≥ 3× faster than dp-accounting at an equal or narrower certified gap, side by side in one run |
+| n up to 10^7 | no memory blow-up on 24 GiB; requests that would not fit are refused up front |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+PASS, FAIL, NOT_MEASURED = "pass", "FAIL", "not measured"
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) else (float("inf") if x == "inf" else None)
+
+
+def _ours(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r["system"] == "pldshuffle" and r["status"] == "ok"]
+
+
+def _gap_target(rows, name: str, target: float, select) -> dict[str, Any]:
+    chosen = [r for r in _ours(rows) if select(int(r["parameters"].get("rounds", 0)))]
+    if not chosen:
+        return {"target": name, "threshold": target, "status": NOT_MEASURED, "measured": None, "details": "no rows"}
+    worst = max(chosen, key=lambda r: _num(r["relative_gap"]) or 0.0)
+    failing = [r for r in chosen if (_num(r["relative_gap"]) or 0.0) > target]
+    details = f"{len(chosen)} rows; worst {worst['case']} ({_describe(worst)})"
+    if failing:
+        details += "; over target: " + "; ".join(f"{r['case']} ({_describe(r)}): {_num(r['relative_gap']):.3g}" for r in failing)
+    return {
+        "target": name,
+        "threshold": target,
+        "status": FAIL if failing else PASS,
+        "measured": _num(worst["relative_gap"]),
+        "details": details,
+    }
+
+
+def _describe(row: Mapping[str, Any]) -> str:
+    p = row["parameters"]
+    keys = ("num_users", "local_epsilon", "dataset", "adversary", "pair", "rounds", "fft_backend")
+    return ", ".join(f"{k}={p[k]}" for k in keys if k in p)
+
+
+def _ldp_target(rows, rounds: int, limit: float) -> dict[str, Any]:
+    name = f'ShuffledLDP(10**6, 4.0, "fmt20"), {rounds} round{"s" if rounds > 1 else ""}, δ=1e-6: ≤ {limit:g} s'
+    for r in _ours(rows):
+        p = r["parameters"]
+        n = p.get("num_users", p.get("n"))
+        eps0 = p.get("local_epsilon", p.get("eps0"))
+        if n == 10**6 and eps0 == 4.0 and p.get("reduction", "fmt20") == "fmt20" and p.get("rounds") == rounds and "LDP" in str(p.get("mechanism", "")):
+            sec = _num(r["seconds"])
+            return {"target": name, "threshold": limit, "status": PASS if sec is not None and sec <= limit else FAIL,
+                    "measured": sec, "details": f"row {r['case']}"}
+    return {"target": name, "threshold": limit, "status": NOT_MEASURED, "measured": None,
+            "details": "clone benchmarks live in benchmarks/bench_clones.py (suite 'all')"}
+
+
+def _speed_target(comparisons) -> dict[str, Any]:
+    name = 'ShuffledKRR(1000, 4, gamma=0.25, "strong"), 1024 rounds: ≥ 3x faster than dp-accounting at equal or narrower gap'
+    for c in comparisons:
+        if c["case"] == "krr_strong_side_by_side" and c["parameters"].get("rounds") == 1024:
+            cons = c.get("at_equal_or_narrower_gap")
+            matched = c.get("dp_accounting_matched")
+            if cons is None and matched is None:
+                return {"target": name, "threshold": 3.0, "status": NOT_MEASURED, "measured": None, "details": "no dp-accounting run to compare"}
+            primary = cons or matched
+            ratio = primary["ratio_pessimistic_only"]
+            parts = [
+                f"pldshuffle gap {c['pldshuffle']['gap']:.3g} in {c['pldshuffle']['seconds']:.3f} s",
+                f"dp-accounting dx={primary['dx']:g} gap {primary['dp_gap']:.3g} ({primary['how_chosen']}): "
+                f"{ratio:.2f}x (pessimistic run only), {primary['ratio_pessimistic_plus_optimistic']:.2f}x (pess+opt)",
+            ]
+            if matched is not None and matched is not primary:
+                parts.append(f"cheapest dp-accounting dx with gap <= ours: dx={matched['dx']:g} gap {matched['dp_gap']:.3g}: "
+                             f"{matched['ratio_pessimistic_only']:.2f}x")
+            return {"target": name, "threshold": 3.0, "status": PASS if ratio >= 3.0 else FAIL, "measured": ratio, "details": "; ".join(parts)}
+    return {"target": name, "threshold": 3.0, "status": NOT_MEASURED, "measured": None, "details": "1024-round kRR comparison not in this run"}
+
+
+def evaluate(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per spec target: target, threshold, status (pass / FAIL / not measured), measured, details."""
+    out = [
+        _gap_target(rows, "any mechanism, 1 round: relative ε gap ≤ 1e-4", 1e-4, lambda r: r == 1),
+        _gap_target(rows, "2-64 rounds: gap ≤ 1e-3", 1e-3, lambda r: 1 < r <= 64),
+        _gap_target(rows, "65-1024 rounds: gap ≤ 2e-3", 2e-3, lambda r: 64 < r <= 1024),
+        _ldp_target(rows, 1, 2.0),
+        _ldp_target(rows, 64, 5.0),
+        _speed_target(comparisons),
+        {"target": "n up to 10^7: no memory blow-up; oversize requests refused up front", "threshold": None,
+         "status": NOT_MEASURED, "measured": None, "details": "not part of the core suite"},
+    ]
+    beyond = _gap_target(rows, "more than 1024 rounds (no spec target; 2e-3 shown for reference)", 2e-3, lambda r: r > 1024)
+    if beyond["status"] != NOT_MEASURED:
+        beyond["status"] = "info: " + ("within 2e-3" if beyond["status"] == PASS else "above 2e-3")
+        out.append(beyond)
+    return out
