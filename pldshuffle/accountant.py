@@ -42,6 +42,10 @@ _BYTES_PER_GRID_POINT = 96  # buffers, spectra and profile arrays alive at once 
 _MAX_REFINEMENTS = 3
 #: Families with at most this many members (product over the ledger) are composed member by member.
 _MAX_EXACT_MEMBERS = 64
+#: Members of a large family composed exactly; the rest are merged into one envelope.
+_REPRESENTATIVES = 8
+#: ... and the others into this many contiguous groups, one envelope each.
+_ENVELOPE_GROUPS = 8
 
 
 def _relative_target(rounds: int) -> float:
@@ -252,7 +256,7 @@ class FourierAccountant:
         for mech, count in self._ledger.items():
             family = self._family(mech)
             ups = [self._discretize_pair(p, spacing) for p in family.upper]
-            chosen = family.lower if small else _representatives(family.lower)
+            chosen = family.lower if small else [family.lower[i] for i in _representative_indices(family.lower)]
             lows = [self._discretize_pair(p, spacing) for p in chosen]
             out.append((family, count, ups, lows))
         return out
@@ -284,12 +288,23 @@ class FourierAccountant:
 
         # Upper: every member of a family is composed on its own (exact max over datasets) while that is
         # affordable; beyond, the family's members are merged into one dominating envelope per direction.
+        # Max over members <= max(each representative composed exactly, envelope of the others composed).
         exact_members = math.prod(len(ups) for _, _, ups, _ in entries) <= _MAX_EXACT_MEMBERS
+        partitioned = math.prod(min(len(ups), _REPRESENTATIVES + _ENVELOPE_GROUPS) for _, _, ups, _ in entries) <= _MAX_EXACT_MEMBERS
         options = []
-        for _, _, ups, _ in entries:
+        for family, _, ups, _ in entries:
             per_member = [tuple((d.upper_start, d.upper, d.upper_infinity) for d in member) for member in ups]
             if len(per_member) > 1 and not exact_members:
-                per_member = [tuple(envelope([m[min(i, len(m) - 1)] for m in ups]) for i in range(max(len(m) for m in ups)))]
+                chosen = _representative_indices(family.upper) if partitioned else []
+                rest = [i for i in range(len(ups)) if i not in set(chosen)]
+                # Contiguous groups (family order = neighbouring datasets) keep each envelope close to its members.
+                groups = np.array_split(np.array(rest), _ENVELOPE_GROUPS if partitioned else 1)
+                width = max(len(m) for m in ups)
+                merged = [
+                    tuple(envelope([ups[j][min(i, len(ups[j]) - 1)] for j in group]) for i in range(width))
+                    for group in groups if len(group)
+                ]
+                per_member = [per_member[i] for i in chosen] + merged
             options.append(per_member)
         upper_parts = []
         for combo in _combinations(options, limit=_MAX_EXACT_MEMBERS):
@@ -371,17 +386,23 @@ def _exact_evaluator(pairs: tuple[PrivacyLossPair, ...]):
     return pairs[0].delta_bounds if len(pairs) == 1 else PairStack(pairs).delta_bounds
 
 
-def _representatives(pairs: tuple[PrivacyLossPair, ...], limit: int = 4) -> tuple[PrivacyLossPair, ...]:
-    """Members of a lower family worth composing: the single-round maximisers of δ at several ε."""
+def _representative_indices(pairs: tuple[PrivacyLossPair, ...], limit: int = _REPRESENTATIVES) -> list[int]:
+    """Members most likely to be the worst case: single-round maximisers of δ at several ε, then
+    their neighbours in the family's order (adjacent datasets have nearly equal curves)."""
     if len(pairs) <= limit:
-        return pairs
+        return list(range(len(pairs)))
     scale = max(p.max_abs_loss for p in pairs)
     probes = np.linspace(0.0, 0.75, 16) * scale
     values = np.array([p.delta_bounds(probes)[0] for p in pairs])
-    ranked = np.argsort(-values.max(axis=1) / np.maximum(values.max(axis=0), 1e-300).max())
-    winners = list(dict.fromkeys(int(i) for i in np.argmax(values, axis=0)))
-    chosen = (winners + [int(i) for i in ranked if int(i) not in winners])[:limit]
-    return tuple(pairs[i] for i in chosen)
+    chosen = list(dict.fromkeys(int(i) for i in np.argmax(values, axis=0)))
+    for offset in range(1, len(pairs)):
+        if len(chosen) >= limit:
+            break
+        for i in list(chosen):
+            for j in (i - offset, i + offset):
+                if 0 <= j < len(pairs) and j not in chosen and len(chosen) < limit:
+                    chosen.append(j)
+    return chosen[:limit]
 
 
 def _combinations(lists: list[list[Any]], limit: int = 27) -> list[tuple[Any, ...]]:

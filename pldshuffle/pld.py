@@ -241,9 +241,12 @@ class PairStack:
 
     def __init__(self, pairs: tuple[PrivacyLossPair, ...]) -> None:
         dirs = [d for p in pairs for d in p.directions]
-        self._ids = np.concatenate([np.full(d.support_size, i) for i, d in enumerate(dirs)])
-        self._losses = np.concatenate([d.losses for d in dirs])
-        self._masses = np.concatenate([d.masses for d in dirs])
+        ids = np.concatenate([np.full(d.support_size, i) for i, d in enumerate(dirs)])
+        losses = np.concatenate([d.losses for d in dirs])
+        # Sorted globally, so an evaluation at ε touches only the suffix of losses near or above ε.
+        order = np.argsort(losses, kind="stable")
+        self._ids, self._losses = ids[order], losses[order]
+        self._masses = np.concatenate([d.masses for d in dirs])[order]
         self._infinity = np.array([d.infinity_mass for d in dirs])
         self._truncated = np.array([d.truncated_mass for d in dirs])
         self._count = len(dirs)
@@ -253,10 +256,12 @@ class PairStack:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         lower, upper = np.empty(eps.size), np.empty(eps.size)
         for i, e in enumerate(eps):
-            weight = np.maximum(-np.expm1(e - self._losses), 0.0)
-            finite = np.bincount(self._ids, weights=self._masses * weight, minlength=self._count)
-            near_mass = self._masses * (self._losses > e - LOSS_ATOL * (1.0 + abs(e)))
-            slack = SUM_RTOL * np.bincount(self._ids, weights=near_mass, minlength=self._count) * (1.0 + abs(e))
+            start = int(np.searchsorted(self._losses, e - LOSS_ATOL * (1.0 + abs(e)), side="right"))
+            losses, masses, ids = self._losses[start:], self._masses[start:], self._ids[start:]
+            weight = np.maximum(-np.expm1(e - losses), 0.0)
+            finite = np.bincount(ids, weights=masses * weight, minlength=self._count)
+            # Slack covers rounding of the sums and of the losses (every point in the suffix is near or above ε).
+            slack = SUM_RTOL * np.bincount(ids, weights=masses, minlength=self._count) * (1.0 + abs(e))
             up = (finite + self._infinity + self._truncated) * (1.0 + MASS_RTOL) + slack
             low = (finite + self._infinity) * (1.0 - MASS_RTOL) - slack
             lower[i], upper[i] = max(0.0, float(low.max())), float(up.max())
