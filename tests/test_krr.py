@@ -1,0 +1,331 @@
+"""Tests of the shuffled k-ary randomized response pairs (core spec §2; pldshuffle.mechanisms.krr).
+
+The exact values are checked against the independent reference of ``tests/reference.py`` (generative
+enumeration of the spec's pairs, no grid), the published numbers of core.md / anchors.md, and the
+theorems relating the adversaries (each view is a post-processing of the next).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reference as ref
+from pldshuffle.mechanisms import ShuffledKRR
+from scipy import stats
+
+from pldshuffle.mechanisms._binomial import binomial_logpmf, binomial_window
+from pldshuffle.pld import SUM_RTOL
+
+ADVERSARIES = ("weak", "strong", "khh21", "histogram")
+REFERENCE_PAIRS = {
+    "strong": ref.pair_krr_strong,
+    "khh21": ref.pair_krr_strong_khh21,
+    "weak": ref.pair_krr_weak,
+    "histogram": ref.pair_krr_hist,
+}
+#: Truncated coordinates per pair: (c, x) for strong/khh21, (u, c, x) for weak/histogram.
+COORDINATES = {"strong": 2, "khh21": 2, "weak": 3, "histogram": 3}
+EPSILONS = (0.0, 0.05, 0.3, 1.0, 2.5)
+
+
+def width_allowance(exact: float, eps: float) -> float:
+    """1e-9 relative, plus the absolute rounding slack LossDistribution books near ε (SUM_RTOL)."""
+    return 1e-9 * exact + SUM_RTOL * (1.0 + eps) + 1e-15
+
+
+def forward(mechanism: ShuffledKRR, **kwargs):
+    return mechanism.pair_family(**kwargs).upper[0].forward
+
+
+def epsilon_upper(pair, delta: float) -> float:
+    """Smallest ε with the certified upper δ(ε) <= delta, by bisection (δ is non-increasing)."""
+    lo, hi = 0.0, 20.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if pair.delta_bounds(mid)[1][0] <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# ------------------------------------------------------------------------------ parameters
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "name"),
+    [
+        ((1, 4), {"gamma": 0.5}, ValueError, "num_users"),
+        ((2.5, 4), {"gamma": 0.5}, ValueError, "num_users"),
+        (("10", 4), {"gamma": 0.5}, TypeError, "num_users"),
+        ((True, 4), {"gamma": 0.5}, TypeError, "num_users"),
+        ((10, 1), {"gamma": 0.5}, ValueError, "domain_size"),
+        ((10, 3.5), {"gamma": 0.5}, ValueError, "domain_size"),
+        ((10, 4), {"gamma": 0.0}, ValueError, "gamma"),
+        ((10, 4), {"gamma": -0.1}, ValueError, "gamma"),
+        ((10, 4), {"gamma": 1.5}, ValueError, "gamma"),
+        ((10, 4), {"gamma": math.nan}, ValueError, "gamma"),
+        ((10, 4), {"gamma": "0.5"}, TypeError, "gamma"),
+        ((10, 4), {"local_epsilon": 0.0}, ValueError, "local_epsilon"),
+        ((10, 4), {"local_epsilon": -1.0}, ValueError, "local_epsilon"),
+        ((10, 4), {"local_epsilon": math.nan}, ValueError, "local_epsilon"),
+        ((10, 4), {"local_epsilon": math.inf}, ValueError, "local_epsilon"),
+        ((10, 4), {"local_epsilon": 300.0}, ValueError, "local_epsilon"),
+        ((10, 4), {"gamma": 0.5, "local_epsilon": 1.0}, ValueError, "exactly one of gamma"),
+        ((10, 4), {}, ValueError, "exactly one of gamma"),
+        ((10, 4), {"gamma": 0.5, "adversary": "medium"}, ValueError, "adversary"),
+        ((10, 2), {"gamma": 0.5, "adversary": "histogram"}, ValueError, "domain_size >= 3"),
+    ],
+)
+def test_invalid_parameters_are_named(args, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        ShuffledKRR(*args, **kwargs)
+
+
+def test_gamma_and_local_epsilon_are_keyword_only():
+    with pytest.raises(TypeError):
+        ShuffledKRR(10, 4, 0.5)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("tail_mass", [0.0, 1.0, -1e-3, math.nan])
+def test_invalid_tail_mass_is_named(tail_mass):
+    with pytest.raises(ValueError, match="tail_mass"):
+        ShuffledKRR(10, 4, gamma=0.5).pair_family(tail_mass=tail_mass)
+
+
+@pytest.mark.parametrize(("k", "gamma", "exp_eps0"), [(4, 0.25, 13.0), (5, 0.1, 46.0), (2, 0.5, 3.0), (10, 1.0, 1.0)])
+def test_gamma_epsilon0_conversion(k, gamma, exp_eps0):
+    # γ = k / (e^{ε0} + k - 1)  <=>  ε0 = log(1 + k(1-γ)/γ)  (BBGN19 Lemma 5.1; baselines.md examples).
+    by_gamma = ShuffledKRR(100, k, gamma=gamma)
+    assert by_gamma.gamma == gamma and by_gamma.local_epsilon is None
+    assert by_gamma.blanket_probability == gamma
+    assert by_gamma.epsilon0 == pytest.approx(math.log(exp_eps0), rel=1e-14, abs=1e-300)
+    if exp_eps0 > 1.0:
+        by_eps = ShuffledKRR(100, k, local_epsilon=math.log(exp_eps0))
+        assert by_eps.epsilon0 == math.log(exp_eps0)
+        assert by_eps.blanket_probability == pytest.approx(gamma, rel=1e-14)
+
+
+@settings(max_examples=50, deadline=None)
+@given(k=st.integers(2, 1000), eps0=st.floats(1e-8, 200.0))
+def test_conversion_round_trip(k, eps0):
+    gamma = ShuffledKRR(10, k, local_epsilon=eps0).blanket_probability
+    assert 0.0 < gamma <= 1.0
+    assert ShuffledKRR(10, k, gamma=gamma).epsilon0 == pytest.approx(eps0, rel=1e-9)
+
+
+def test_frozen_hashable_and_normalised():
+    a = ShuffledKRR(1000, 4, gamma=0.25, adversary="strong")
+    b = ShuffledKRR(1e3, 4.0, gamma=0.25, adversary="strong")
+    assert a == b and hash(a) == hash(b) and isinstance(b.num_users, int)
+    assert a != ShuffledKRR(1000, 4, gamma=0.25, adversary="weak")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.num_users = 10  # type: ignore[misc]
+    assert ShuffledKRR(10, 4, gamma=0.5).adversary == "weak"
+
+
+@pytest.mark.parametrize("adversary", ADVERSARIES)
+def test_describe_is_one_informative_line(adversary):
+    text = ShuffledKRR(1000, 4, gamma=0.25, adversary=adversary).describe()
+    assert "\n" not in text
+    for part in ("n=1000", "k=4", "gamma=0.25", "epsilon0=2.56495", "replace-one"):
+        assert part in text
+    expected = {"weak": "weak adversary", "strong": "strong adversary", "khh21": "KHH21", "histogram": "LOWER bound"}
+    assert expected[adversary] in text
+
+
+def test_family_flags_and_caveats():
+    for adversary in ADVERSARIES:
+        family = ShuffledKRR(30, 4, gamma=0.3, adversary=adversary).pair_family()
+        assert family.upper == family.lower and len(family.upper) == 1
+        assert family.upper[0].backward is None  # symmetric pair
+        assert family.is_guarantee == (adversary != "histogram")
+    hist = ShuffledKRR(30, 4, gamma=0.3, adversary="histogram").pair_family()
+    assert any("LOWER bound" in c and "not a guarantee" in c for c in hist.caveats)
+    khh = ShuffledKRR(30, 4, gamma=0.3, adversary="khh21").pair_family()
+    assert any("figure code" in c and "looser" in c for c in khh.caveats)
+    assert ShuffledKRR(30, 4, gamma=0.3, adversary="strong").pair_family().caveats == ()
+
+
+# ------------------------------------------------------------------------------ mass accounting
+
+
+@pytest.mark.parametrize("adversary", ADVERSARIES)
+@pytest.mark.parametrize(
+    ("n", "k", "gamma", "tail_mass"),
+    [
+        (2, 3, 0.3, 1e-18),
+        (50, 3, 1.0, 1e-18),
+        (300, 4, 0.25, 1e-18),
+        (300, 4, 0.25, 1e-2),  # large tails exercise the exact dropped-mass formulas
+        (200, 10, 0.05, 1e-6),
+        (150, 5, 0.9, 1e-3),
+        (100, 3, 1e-9, 1e-18),  # ε0 ≈ 21.4: huge tilts
+    ],
+)
+def test_total_mass_and_truncation_budget(adversary, n, k, gamma, tail_mass):
+    dist = forward(ShuffledKRR(n, k, gamma=gamma, adversary=adversary), tail_mass=tail_mass)
+    total = math.fsum(dist.masses) + dist.infinity_mass + dist.truncated_mass
+    assert total == pytest.approx(1.0, abs=1e-12)
+    assert dist.truncated_mass <= COORDINATES[adversary] * tail_mass * (1 + 1e-9) + 1e-300
+    # Sanity identity (core §0): Σ ω e^{-s} = Q({P > 0}) <= 1; for these symmetric pairs it is
+    # 1 - δ_∞ up to the dropped mass.
+    tilted = math.fsum(dist.masses * np.exp(-dist.losses))
+    assert tilted <= 1.0 + 1e-12
+    if tail_mass < 1e-12:
+        assert tilted == pytest.approx(1.0 - dist.infinity_mass, abs=1e-12)
+
+
+@pytest.mark.parametrize("adversary", ["strong", "khh21"])
+@pytest.mark.parametrize(("n", "k", "gamma"), [(2, 2, 0.5), (6, 4, 0.3), (40, 3, 0.2)])
+def test_strong_infinity_mass_closed_form(adversary, n, k, gamma):
+    # δ_∞ = (1-γ)(1-g)^{n-1} (strong), (1-g)^{n-1} (khh21): P-mass of M2 = 0 (core §2b).
+    dist = forward(ShuffledKRR(n, k, gamma=gamma, adversary=adversary))
+    weight = 1 - gamma if adversary == "strong" else 1.0
+    assert dist.infinity_mass == pytest.approx(weight * (1 - gamma / k) ** (n - 1), rel=1e-12)
+    assert dist.truncated_mass < 1e-17
+
+
+def test_weak_and_histogram_have_no_infinite_loss():
+    for adversary in ("weak", "histogram"):
+        assert forward(ShuffledKRR(40, 4, gamma=0.2, adversary=adversary)).infinity_mass == 0.0
+
+
+# ------------------------------------------------------------------------------ exact values
+
+
+@pytest.mark.parametrize("adversary", ADVERSARIES)
+def test_delta_bracketed_by_reference_enumeration(adversary):
+    """lower <= exact <= upper with a width of 1e-9 relative, against tests/reference.py (n <= 6)."""
+    for n in (2, 3, 5, 6):
+        for k in (2, 3, 4):
+            if adversary == "histogram" and k < 3:
+                continue
+            for gamma in (0.1, 0.45, 1.0):
+                pair = ShuffledKRR(n, k, gamma=gamma, adversary=adversary).pair_family().upper[0]
+                exact_pair = REFERENCE_PAIRS[adversary](n, k, gamma)
+                lower, upper = pair.delta_bounds(np.array(EPSILONS))
+                for eps, lo, up in zip(EPSILONS, lower, upper):
+                    exact = ref.delta_exact(exact_pair, eps)
+                    assert lo <= exact <= up, (n, k, gamma, eps, lo, exact, up)
+                    assert up - lo <= width_allowance(exact, eps), (n, k, gamma, eps, lo, up)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    adversary=st.sampled_from(ADVERSARIES),
+    n=st.integers(2, 12),
+    k=st.integers(2, 5),
+    gamma=st.floats(0.01, 1.0),
+    eps=st.floats(0.0, 4.0),
+)
+def test_delta_matches_reference_property(adversary, n, k, gamma, eps):
+    if adversary == "histogram" and k < 3:
+        k = 3
+    lo, up = ShuffledKRR(n, k, gamma=gamma, adversary=adversary).pair_family().upper[0].delta_bounds(eps)
+    exact = ref.delta_exact(REFERENCE_PAIRS[adversary](n, k, gamma), eps)
+    assert lo[0] <= exact <= up[0]
+    assert up[0] - lo[0] <= width_allowance(exact, eps)
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "gamma"), [(20, 3, 0.1), (20, 5, 0.5), (200, 4, 0.25), (200, 3, 0.1), (200, 5, 0.5)]
+)
+def test_adversary_chain(n, k, gamma):
+    """δ_hist <= δ_weak <= δ_strong <= δ_khh21 (each view is a post-processing of the next), and
+    δ_strong = (1-γ) δ_khh21 in one round (the γ atom sits at loss 0)."""
+    eps = np.array([0.0, 0.1, 0.3, 0.6, 1.0, 2.0])
+    mids = {}
+    for adversary in ADVERSARIES:
+        lo, up = ShuffledKRR(n, k, gamma=gamma, adversary=adversary).pair_family().upper[0].delta_bounds(eps)
+        mids[adversary] = 0.5 * (lo + up)
+    slack = 1e-9 * mids["khh21"] + 1e-15
+    assert np.all(mids["histogram"] <= mids["weak"] + slack)
+    assert np.all(mids["weak"] <= mids["strong"] + slack)
+    assert np.all(mids["strong"] <= mids["khh21"] + slack)
+    np.testing.assert_allclose(mids["strong"], (1 - gamma) * mids["khh21"], rtol=1e-9, atol=1e-15)
+
+
+def test_chain_for_binary_domain():
+    eps = np.array([0.0, 0.2, 0.5, 1.0])
+    d = {
+        a: ShuffledKRR(100, 2, gamma=0.2, adversary=a).pair_family().upper[0].delta_bounds(eps)[1]
+        for a in ("weak", "strong", "khh21")
+    }
+    assert np.all(d["weak"] <= d["strong"] * (1 + 1e-9)) and np.all(d["strong"] <= d["khh21"] * (1 + 1e-9))
+
+
+def test_khh21_figure_anchor():
+    """n=1000, k=4, γ=0.25, one round: KHH21's stored strong-adversary values (anchors.md §2c)."""
+    pair = ShuffledKRR(1000, 4, gamma=0.25, adversary="khh21").pair_family().upper[0]
+    assert epsilon_upper(pair, 1e-4) == pytest.approx(0.54733, abs=1e-4)
+    assert epsilon_upper(pair, 1e-7) == pytest.approx(0.89029, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "gamma", "adversary", "eps", "delta", "rel"),
+    [
+        (1000, 4, 0.25, "strong", 0.5, 1.68e-4, 5e-3),  # core §2b (values printed to 2-3 digits)
+        (1000, 4, 0.1, "histogram", 0.5, 3.50e-3, 2e-3),  # core §2a
+        (1000, 4, 0.1, "histogram", 0.75, 2.89e-4, 2e-3),
+        (100, 10, 0.1, "histogram", 0.3, 0.419, 2e-3),
+        (1000, 2, 0.1, "weak", 0.5, 2.4e-4, 2e-2),  # core §2b
+    ],
+)
+def test_published_spec_values(n, k, gamma, adversary, eps, delta, rel):
+    _, up = ShuffledKRR(n, k, gamma=gamma, adversary=adversary).pair_family().upper[0].delta_bounds(eps)
+    assert up[0] == pytest.approx(delta, rel=rel)
+
+
+# ------------------------------------------------------------------------------ numerics and limits
+
+
+def test_binomial_window_is_the_smallest_central_window():
+    # Checked against the definition with scipy directly: each tail holds <= tail/2, one step inwards does not.
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        trials, prob, tail = int(rng.integers(1, 4000)), float(rng.uniform(0.01, 0.99)), float(10 ** rng.uniform(-30, -1))
+        lo, hi, dropped = binomial_window(trials, prob, tail)
+        below, above = stats.binom.cdf(lo - 1, trials, prob), stats.binom.sf(hi, trials, prob)
+        assert below <= tail / 2 and above <= tail / 2
+        assert dropped == pytest.approx(below + above, rel=1e-12, abs=1e-300)
+        mode = int(np.floor((trials + 1) * prob))
+        if lo < min(mode, trials):
+            assert stats.binom.cdf(lo, trials, prob) > tail / 2
+        if hi > max(mode, lo):
+            assert stats.binom.sf(hi - 1, trials, prob) > tail / 2
+
+
+def test_log_pmf_is_accurate_at_large_n():
+    # scipy's binom.logpmf drifts by ~1e-9 relative at 1e6 trials; the masses must stay at ~1e-15.
+    n = 10**6
+    k = np.arange(n // 2 - 5000, n // 2 + 5001)
+    assert math.fsum(np.exp(binomial_logpmf(k, n, 0.5))) == pytest.approx(1.0, abs=1e-13)
+
+
+def test_oversized_support_is_refused_quickly():
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="support points.*tail_mass"):
+        ShuffledKRR(10**4, 4, gamma=0.25, adversary="weak").pair_family()
+    with pytest.raises(ValueError, match="support points"):
+        ShuffledKRR(10**8, 4, gamma=0.25, adversary="strong").pair_family()
+    assert time.perf_counter() - start < 10.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("n", "adversary", "seconds"), [(1000, "strong", 1.0), (1000, "weak", 3.0), (10**4, "strong", 3.0)]
+)
+def test_build_time(n, adversary, seconds):
+    mechanism = ShuffledKRR(n, 4, gamma=0.25, adversary=adversary)
+    mechanism.pair_family()  # compile / warm up
+    start = time.perf_counter()
+    mechanism.pair_family()
+    assert time.perf_counter() - start < seconds
