@@ -1,0 +1,2 @@
+from .clones import ShuffledLDP
+from .krr import ShuffledKRR

@@ -1,0 +1,611 @@
+"""Clone reductions: shuffle amplification for *any* ε0-LDP randomiser (core spec §3).
+
+Common ingredients: ``q = e^{ε0}/(e^{ε0}+1)``, a clone probability ``p_c`` and
+
+.. math::  C \\sim \\mathrm{Bin}(n-1, p_c),\\quad A\\mid C \\sim \\mathrm{Bin}(C, 1/2),\\quad
+           \\Delta \\sim \\mathrm{Bern}(q).
+
+* **Pair F** (FMT20 Thm 3.2; FMT23 Thm 3.1 / errata Thm 7.1): ``P = (A+Δ, C-A+1-Δ)``,
+  ``Q = (A+1-Δ, C-A+Δ)``.  With ``T = a+b = c+1`` (``C`` is observed)
+
+  .. math::  P(a,b) = \\mathrm{Bin}(n-1,p_c)(c)\\;2\\,\\mathrm{Bin}(T,\\tfrac12)(a)\\;\\frac{q a+(1-q) b}{T},
+             \\qquad s(a,b) = \\log\\frac{e^{\\varepsilon_0}a+b}{a+e^{\\varepsilon_0}b}\\in[-\\varepsilon_0,\\varepsilon_0].
+
+  Symmetric (``a ↔ b``), no infinity mass.
+* **Pair K** (KHH21 eq. 6.1): ``P = (A+Δ, C-A)``, ``Q = (A, C-A+Δ)``; ``C`` is *not* observed
+  (``t = a+b = C+Δ``).  With ``w_i = Bin(n-1,p_c)(i)`` and ``κ_t = (n-t) p_c / (2(1-p_c))``
+
+  .. math::  P(a,b) = 2\\,\\mathrm{Bin}(t,\\tfrac12)(a)\\Big[q\\,w_{t-1}\\frac{a}{t}+(1-q)\\frac{w_t}{2}\\Big],\\qquad
+             s(a,b) = \\log\\frac{e^{\\varepsilon_0}a+\\kappa_t}{e^{\\varepsilon_0}b+\\kappa_t},
+
+  symmetric, with an infinity atom ``P(n,0) = 2^{-(n-1)} e^{-(n-2)ε0}/(e^{ε0}+1)``.
+
+Every outcome ``(a, b)`` lies in a *block* ``T = a+b`` in which the mass is
+``Bin(T,1/2)(a)·(u_T a + v_T)`` and the loss is increasing in ``a`` and odd under ``a ↔ T-a``; the
+kernels below walk half of each block with a ratio recurrence for ``Bin(T,1/2)`` started from an
+exact (Boost) value at the block's centre and fill the mirrored half from it, so a support point
+costs a few flops and half a logarithm.
+
+Truncation (spec §3.1).  ``C`` is restricted to the exact-tail window of
+:func:`~pldshuffle.mechanisms._binomial.binomial_window` and, for every kept ``c``, ``A | C=c`` to a
+central window ``[lo_c, c-lo_c]`` of ``Bin(c,1/2)`` whose two tails are each ``≤ tail_mass/2``.  Every
+generative point ``(c, A, Δ)`` inside both windows lands on a kept outcome, so the dropped ``P``-mass
+is at most ``Pr[C ∉ window] + Σ_c Pr[C=c]·Pr[A ∉ window_c]``, computed with the binomial cdf/sf and
+booked as ``truncated_mass`` (upper bounds: at ``+inf``; lower bounds: deleted).  Each kept outcome
+carries its *exact* ``P``-mass and loss from the closed forms above (never a truncated sum), and the
+kept set is symmetric under ``a ↔ b``, so the truncated pair is still symmetric.
+
+Large supports.  At the default tail mass pair F has ``S ≈ 155·n·p_c·√(1-p_c)`` kept outcomes
+(``≈ 2.8·10^6`` for ``n = 10^6, ε0 = 4, p_c = e^{-4}``; ``≈ 4.5·10^8`` for ``n = 10^7, ε0 = 1``).
+:func:`clone_pair` materialises them exactly (refusing above ``max_support_points``).
+:func:`clone_pair_bounds` -- what :class:`ShuffledLDP` uses -- does so only up to
+:data:`EXACT_SUPPORT_LIMIT`; above, it streams the blocks through a numba kernel that records, for
+every cell of a fine lattice ``z_j = j·h``, the mass and the ``e^{-s}``-moment of the outcomes in it.
+The *upper* pair splits each cell's mass between its two ends (a mean-preserving spread of
+``U = e^{-L}``), the *lower* pair puts it at the single loss with the same moment (a mean-preserving
+contraction).  δ of any number of compositions is convex in each round's ``U``, so the two bracket
+the exact pair strictly, with errors second order in ``h``; memory is ``O(bins + √(n p_c))``
+whatever ``n``, time ``O(S)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from .._validation import check_choice, check_int, check_positive_finite, check_probability
+from ..pld import LossDistribution, PrivacyLossPair
+from ._binomial import binomial_window
+from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+
+__all__ = [
+    "EXACT_SUPPORT_LIMIT",
+    "MAX_EXACT_SUPPORT",
+    "MAX_STREAMED_SUPPORT",
+    "STREAM_GRID_BINS",
+    "ShuffledLDP",
+    "clone_pair",
+    "clone_pair_bounds",
+    "clone_support_size",
+]
+
+#: :class:`ShuffledLDP` (and :func:`clone_pair_bounds`) evaluate supports up to this size exactly and
+#: stream larger ones onto a lattice (faster, O(1) memory, relative ε error ~1e-8).
+EXACT_SUPPORT_LIMIT = 2**18
+#: :func:`clone_pair` with ``bound="exact"`` refuses larger supports (~100 bytes per point while built).
+MAX_EXACT_SUPPORT = 20_000_000
+#: Streamed supports above this size are refused up front (time, not memory: ~5 ns per point per core).
+MAX_STREAMED_SUPPORT = 20_000_000_000
+#: Number of lattice cells spanning the loss range of a streamed pair.
+STREAM_GRID_BINS = 2**16
+#: e^{ε0} must stay far from overflow in the closed forms (ε0 beyond this gives no amplification anyway).
+MAX_LOCAL_EPSILON = 500.0
+
+_REDUCTIONS = ("fmt20", "fmt23", "khh21")
+_MAX_STREAM_THREADS = 8
+
+
+# ----------------------------------------------------------------------------- numba kernels
+@numba.njit(cache=True, inline="always")
+def _loss(a: int, b: int, e: float, lam: float, mu: float, nu: float, kappa: float) -> float:  # pragma: no cover
+    """Loss ``log(num/den)`` of outcome ``(a, b)``, ``+inf`` where ``den = 0``.
+
+    ``num = e·a + nu·b + kappa`` and ``den = nu·a + mu·b + kappa`` with ``mu = e`` and ``lam = e - nu``
+    (passed accurately, so ``num - den = lam·(a-b)``): pair F has ``nu = 1, kappa = 0``
+    (``(e a + b)/(a + e b)``), pair K ``nu = 0, kappa = κ_t`` (``(e a + κ)/(e b + κ)``).  Near 1 the ratio
+    goes through ``log1p`` of ``lam·(a-b)/den`` (ulp-accurate small losses).
+    """
+    den = nu * a + mu * b + kappa
+    if den == 0.0:
+        return np.inf
+    x = lam * (a - b) / den
+    if abs(x) < 0.5:
+        return math.log1p(x)
+    num = e * a + nu * b + kappa
+    return math.log(num) - math.log(den)
+
+
+@numba.njit(cache=True)
+def _block_walk(T, a_lo, a_hi, start, start_value, u, v, e, lam, mu, nu, kappa, loss_out, mass_out):  # pragma: no cover
+    """Fill ``loss_out[a - a_lo]``, ``mass_out[a - a_lo]`` for one block; returns the infinite-loss mass.
+
+    The kept range is symmetric (``a_lo + a_hi = T``) and so are the pairs: ``Bin(T,1/2)(a)`` is
+    symmetric, the mass of ``(T-a, a)`` is ``Bin(T,1/2)(a)·(u (T-a) + v)`` and its loss is minus that of
+    ``(a, T-a)``.  So only ``a >= T/2`` is walked, from ``start = ⌈T/2⌉`` (exact value ``start_value``)
+    upwards by the ratios ``(T-a+1)/a`` (about one ulp of relative error per step), each step filling
+    both ``a`` and its mirror ``T-a``.
+    """
+    inf_mass = 0.0
+    pmf = start_value
+    for a in range(start, a_hi + 1):
+        if a > start:
+            pmf *= (T - a + 1) / a
+        b = T - a
+        s = _loss(a, b, e, lam, mu, nu, kappa)
+        mass = pmf * (u * a + v)
+        if mass <= 0.0:
+            loss_out[a - a_lo] = 0.0
+            mass_out[a - a_lo] = 0.0
+        elif s == np.inf:
+            inf_mass += mass
+            loss_out[a - a_lo] = 0.0
+            mass_out[a - a_lo] = 0.0
+        else:
+            loss_out[a - a_lo] = s
+            mass_out[a - a_lo] = mass
+        if b < a:
+            mirror = pmf * (u * b + v)
+            # The mirror of an infinite loss has P = 0 (it is Q's infinity atom): mirror == 0 there.
+            if mirror <= 0.0 or s == np.inf:
+                loss_out[b - a_lo] = 0.0
+                mass_out[b - a_lo] = 0.0
+            else:
+                loss_out[b - a_lo] = -s
+                mass_out[b - a_lo] = mirror
+    return inf_mass
+
+
+@numba.njit(cache=True, parallel=True)
+def _fill_support(totals, a_lo, a_hi, start, start_value, u, v, kappa, e, lam, mu, nu, offsets, losses, masses):  # pragma: no cover
+    nblocks = totals.size
+    infs = np.zeros(nblocks)
+    for i in numba.prange(nblocks):
+        o0, o1 = offsets[i], offsets[i + 1]
+        infs[i] = _block_walk(
+            totals[i], a_lo[i], a_hi[i], start[i], start_value[i], u[i], v[i], e, lam, mu, nu, kappa[i],
+            losses[o0:o1], masses[o0:o1],
+        )
+    return infs.sum()
+
+
+@numba.njit(cache=True)
+def _loss_range(totals, a_lo, a_hi, u, v, kappa, e, lam, mu, nu):  # pragma: no cover
+    """Min and max finite loss over outcomes of positive mass (losses increase with ``a`` in a block)."""
+    smin, smax = np.inf, -np.inf
+    for i in range(totals.size):
+        T = totals[i]
+        for a in range(a_lo[i], a_hi[i] + 1):
+            s = _loss(a, T - a, e, lam, mu, nu, kappa[i])
+            if u[i] * a + v[i] > 0.0 and s < np.inf:
+                smin = min(smin, s)
+                break
+        for a in range(a_hi[i], a_lo[i] - 1, -1):
+            s = _loss(a, T - a, e, lam, mu, nu, kappa[i])
+            if u[i] * a + v[i] > 0.0 and s < np.inf:
+                smax = max(smax, s)
+                break
+    return smin, smax
+
+
+@numba.njit(cache=True, parallel=True)
+def _stream(totals, a_lo, a_hi, start, start_value, u, v, kappa, e, lam, mu, nu, spacing, j0, size, chunks):  # pragma: no cover
+    """Per lattice cell ``[z_j, z_{j+1})``, ``z_j = j·spacing``, ``j = j0 .. j0+size-1``: the mass
+    ``M_j = Σ m`` and the tilt ``T_j = Σ m·expm1(-(s - z_j))`` (``≤ 0``) of the outcomes in it, plus the
+    infinite-loss mass.  One row per chunk of blocks (no write races); O(support) time.
+    """
+    nblocks = totals.size
+    mass = np.zeros((chunks, size))
+    tilt = np.zeros((chunks, size))
+    infs = np.zeros(chunks)
+    bad = np.zeros(chunks, dtype=np.int64)
+    inv_spacing = 1.0 / spacing
+    # For tiny spacings expm1(-d) = -d(1 - d/2 + d²/6 - d³/24) to < 1e-17 relative (0 <= d <= spacing <= 1e-4).
+    series = spacing <= 1e-4
+    width = 0
+    for i in range(nblocks):
+        width = max(width, a_hi[i] - a_lo[i] + 1)
+    for k in numba.prange(chunks):
+        lo_b = (nblocks * k) // chunks
+        hi_b = (nblocks * (k + 1)) // chunks
+        loss_buf = np.empty(width)
+        mass_buf = np.empty(width)
+        for i in range(lo_b, hi_b):
+            infs[k] += _block_walk(
+                totals[i], a_lo[i], a_hi[i], start[i], start_value[i], u[i], v[i], e, lam, mu, nu, kappa[i],
+                loss_buf, mass_buf,
+            )
+            for r in range(a_hi[i] - a_lo[i] + 1):
+                m = mass_buf[r]
+                if m <= 0.0:
+                    continue
+                s = loss_buf[r]
+                j = int(math.floor(s * inv_spacing))
+                if j * spacing > s:
+                    j -= 1
+                elif (j + 1) * spacing <= s:
+                    j += 1
+                idx = j - j0
+                if idx < 0 or idx >= size:
+                    bad[k] += 1
+                    continue
+                d = min(max(s - j * spacing, 0.0), spacing)
+                if series:
+                    em = -d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0))))
+                else:
+                    em = math.expm1(-d)
+                mass[k, idx] += m
+                tilt[k, idx] += m * em
+    return mass.sum(axis=0), tilt.sum(axis=0), infs.sum(), bad.sum()
+
+
+# ----------------------------------------------------------------------------- layout
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """The kept outcomes as blocks ``T = a + b``, ``a ∈ [a_lo, a_hi]``, mass ``Bin(T,1/2)(a)(u a + v)``."""
+
+    totals: NDArray[np.int64]
+    a_lo: NDArray[np.int64]
+    a_hi: NDArray[np.int64]
+    start: NDArray[np.int64]
+    start_value: NDArray[np.float64]
+    u: NDArray[np.float64]
+    v: NDArray[np.float64]
+    kappa: NDArray[np.float64]
+    constants: tuple[float, float, float, float]  # e, lam, mu, nu
+    dropped: float
+    support: int
+
+    def kernel_args(self) -> tuple:
+        return (self.totals, self.a_lo, self.a_hi, self.start, self.start_value, self.u, self.v, self.kappa, *self.constants)
+
+
+def _half_windows(c: NDArray[np.int64], tail_mass: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Central windows ``[lo_c, c - lo_c]`` of ``Bin(c, 1/2)`` with exact dropped mass per ``c``."""
+    with np.errstate(all="ignore"):
+        lo = stats.binom.ppf(tail_mass / 2.0, c, 0.5)
+    lo = np.where(np.isfinite(lo), lo, 0.0).astype(np.int64)
+    lo = np.clip(lo, 0, c // 2)
+    hi = c - lo
+    dropped = stats.binom.cdf(lo - 1, c, 0.5) + stats.binom.sf(hi, c, 0.5)
+    dropped = np.where(lo > 0, dropped, 0.0)  # lo = 0 keeps the whole support (hi = c)
+    return lo, hi, dropped
+
+
+def _layout(num_users: int, local_epsilon: float, clone_probability: float, tail_mass: float, variant: str) -> _Layout:
+    n, eps0, pc = num_users, local_epsilon, clone_probability
+    e = math.exp(eps0)
+    em1 = math.expm1(eps0)
+    q = 1.0 / (1.0 + math.exp(-eps0))  # e/(e+1)
+    one_q = 1.0 / (e + 1.0)
+    clo, chi, dropped_c = binomial_window(n - 1, pc, tail_mass)
+    c = np.arange(clo, chi + 1, dtype=np.int64)
+    w = stats.binom.pmf(c, n - 1, pc)
+    lo, hi, dropped_a = _half_windows(c, tail_mass)
+    dropped = min(1.0, dropped_c + math.fsum((w * dropped_a).tolist()))
+    if variant == "F":
+        totals = c + 1
+        a_lo, a_hi = lo, hi + 1
+        u = 2.0 * w * em1 / ((e + 1.0) * totals)
+        v = 2.0 * w / (e + 1.0)
+        kappa = np.zeros(totals.size)
+        constants = (e, em1, e, 1.0)
+    else:
+        totals = np.arange(clo, chi + 2, dtype=np.int64)
+        big = np.iinfo(np.int64).max
+        a_lo = np.minimum(np.append(lo, big), np.insert(lo, 0, big))
+        a_hi = np.maximum(np.append(hi, -1), np.insert(hi + 1, 0, -1))
+        w_t = stats.binom.pmf(totals, n - 1, pc)
+        w_prev = stats.binom.pmf(totals - 1, n - 1, pc)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(totals > 0, 2.0 * q * w_prev / totals, 0.0)
+            kappa = (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0)
+        v = one_q * w_t
+        kappa = np.asarray(kappa, dtype=np.float64)
+        constants = (e, e, e, 0.0)
+    if not np.array_equal(a_lo + a_hi, totals):  # the kept set must be symmetric under a <-> b
+        raise AssertionError("internal error: asymmetric clone-pair window")
+    start = (totals + 1) // 2
+    start_value = stats.binom.pmf(start, totals, 0.5)
+    support = int(np.sum(a_hi - a_lo + 1))
+    as64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    asf = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
+    return _Layout(
+        as64(totals), as64(a_lo), as64(a_hi), as64(start), asf(start_value), asf(u), asf(v), asf(kappa),
+        tuple(float(x) for x in constants), float(dropped), support,  # type: ignore[arg-type]
+    )
+
+
+def _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant) -> tuple[int, float, float, float, str]:
+    n = check_int("num_users", num_users, minimum=2)
+    eps0 = check_positive_finite("local_epsilon", local_epsilon)
+    if eps0 > MAX_LOCAL_EPSILON:
+        raise ValueError(f"local_epsilon must be <= {MAX_LOCAL_EPSILON:g} (e^local_epsilon must not overflow), got {local_epsilon!r}")
+    pc = check_probability("clone_probability", clone_probability, low_open=True, high_open=False)
+    tail = check_probability("tail_mass", tail_mass)
+    check_choice("variant", variant, ("F", "K"))
+    return n, eps0, pc, tail, variant
+
+
+def _label(variant: str, n: int, eps0: float, pc: float) -> str:
+    name = "clone pair F (FMT20/FMT23)" if variant == "F" else "clone pair K (KHH21 eq. 6.1)"
+    return f"{name}, n={n}, ε0={eps0:g}, p_c={pc:.6g}"
+
+
+# ----------------------------------------------------------------------------- public functions
+def clone_support_size(
+    num_users: int, local_epsilon: float, clone_probability: float, tail_mass: float = DEFAULT_TAIL_MASS, *, variant: str = "F"
+) -> int:
+    """Number of kept support points of a clone pair (cost O(√(n p_c)) scipy evaluations)."""
+    args = _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant)
+    return _layout(*args).support
+
+
+def clone_pair(
+    num_users: int,
+    local_epsilon: float,
+    clone_probability: float,
+    tail_mass: float = DEFAULT_TAIL_MASS,
+    *,
+    variant: str = "F",
+    bound: str = "exact",
+    max_support_points: int = MAX_EXACT_SUPPORT,
+) -> PrivacyLossPair:
+    """Clone pair of core spec §3 as a symmetric :class:`PrivacyLossPair` (exact, or a strict bound).
+
+    Parameters
+    ----------
+    num_users : int
+        ``n >= 2``.
+    local_epsilon : float
+        ``ε0 > 0`` (``q = e^{ε0}/(e^{ε0}+1)``), at most 500.
+    clone_probability : float
+        ``p_c ∈ (0, 1]``: ``e^{-ε0}`` (FMT20 Thm 3.2, every ε0-LDP randomiser) or ``2/(e^{ε0}+1)``
+        (FMT23 Thm 3.1 / errata Thm 7.1, restricted class).
+    tail_mass : float
+        Tail mass dropped per truncated coordinate (``C``, then ``A | C``); the dropped ``P``-mass is
+        computed from binomial tails and booked as ``truncated_mass``.
+    variant : {"F", "K"}
+        ``"F"``: FMT20/FMT23 pair ``P=(A+Δ, C-A+1-Δ)``, ``Q=(A+1-Δ, C-A+Δ)``.  ``"K"``: KHH21 eq. 6.1,
+        ``P=(A+Δ, C-A)``, ``Q=(A, C-A+Δ)`` (no proof known; has an infinity atom).
+    bound : {"exact", "upper", "lower"}
+        ``"exact"`` (default): the truncated pair itself, every kept outcome with its exact mass and
+        loss; refused (``ValueError``) above ``max_support_points``.  ``"upper"`` / ``"lower"``: a pair
+        dominating / dominated by it for any number of compositions, in bounded memory -- the exact
+        pair when its support is at most :data:`EXACT_SUPPORT_LIMIT`, else the streamed lattice pair of
+        :func:`clone_pair_bounds` (use ``"upper"`` where only a dominating pair is needed, at any ``n``).
+    max_support_points : int
+        Refusal threshold of ``bound="exact"`` (default :data:`MAX_EXACT_SUPPORT`, ~2 GiB).
+
+    Returns
+    -------
+    PrivacyLossPair
+        Symmetric (``backward is None``).
+
+    Notes
+    -----
+    Exact: time O(S log S) for S support points (numba fill, parallel over blocks, then the sort in
+    :class:`LossDistribution`), memory about 100 bytes per point.  Pair F has
+    S ≈ 155·n·p_c·√(1-p_c) points at the default tail mass (≈ 2.8·10^6 at ``n=10^6, ε0=4,
+    p_c=e^{-4}``; ≈ 4.5·10^8 at ``n=10^7, ε0=1``).
+    """
+    n, eps0, pc, tail, variant = _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant)
+    check_choice("bound", bound, ("exact", "upper", "lower"))
+    if bound != "exact":
+        lower, upper = clone_pair_bounds(n, eps0, pc, tail, variant=variant)
+        return upper if bound == "upper" else lower
+    limit = check_int("max_support_points", max_support_points, minimum=1)
+    lay = _layout(n, eps0, pc, tail, variant)
+    if lay.support > limit:
+        raise ValueError(
+            f"the clone pair for num_users={n}, local_epsilon={eps0:g}, clone_probability={pc:.4g} has "
+            f"{lay.support:,} support points, above max_support_points={limit:,} (~{lay.support * 100 / 2**30:.1f} GiB "
+            "to materialise); use clone_pair_bounds(...) or bound='upper'/'lower' (strict, bounded memory), "
+            "raise max_support_points, or raise tail_mass"
+        )
+    return _exact_pair(lay, _label(variant, n, eps0, pc))
+
+
+def clone_pair_bounds(
+    num_users: int,
+    local_epsilon: float,
+    clone_probability: float,
+    tail_mass: float = DEFAULT_TAIL_MASS,
+    *,
+    variant: str = "F",
+    max_exact_support: int = EXACT_SUPPORT_LIMIT,
+    bins: int = STREAM_GRID_BINS,
+) -> tuple[PrivacyLossPair, PrivacyLossPair]:
+    """Strict ``(lower, upper)`` pairs of a clone pair, in bounded memory.
+
+    If the truncated support has at most ``max_exact_support`` points both are the exact pair
+    (the same object).  Otherwise the support is streamed block by block (never materialised) into
+    the cells ``[z_j, z_{j+1})`` of a lattice ``z_j = j·h``, ``h = (loss range)/bins``, recording the
+    mass ``M_j`` and the moment ``Σ m e^{-s}`` of each cell:
+
+    * ``upper`` splits ``M_j`` between ``z_j`` and ``z_{j+1}`` keeping mass and ``e^{-s}``-moment -- a
+      mean-preserving *spread* of ``U = e^{-L}``;
+    * ``lower`` puts ``M_j`` at the one loss with the same ``e^{-s}``-moment (inside the cell) -- a
+      mean-preserving *contraction*.
+
+    δ after any number of compositions is ``E[(1 - e^ε Π U_i)_+]``, convex in each ``U_i``, so by
+    Jensen ``δ_lower ≤ δ_pair ≤ δ_upper`` for every number of rounds (cf. :mod:`pldshuffle.grid`).
+    Both errors are second order in ``h`` (relative ε error ~1e-8 at the default ``bins``).  Both
+    carry the exact infinity mass and the booked truncated mass.
+
+    Parameters are those of :func:`clone_pair`, plus ``max_exact_support`` and ``bins`` (lattice cells
+    across the loss range).
+
+    Notes
+    -----
+    Streamed: time O(S) for S support points (numba, ~40 ns per point, parallel over chunks of
+    blocks); memory O(bins · threads + √(n p_c)), independent of S.  Refused (``ValueError``) above
+    :data:`MAX_STREAMED_SUPPORT` points (time).
+    """
+    n, eps0, pc, tail, variant = _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant)
+    max_exact = check_int("max_exact_support", max_exact_support, minimum=0)
+    bins = check_int("bins", bins, minimum=2)
+    lay = _layout(n, eps0, pc, tail, variant)
+    label = _label(variant, n, eps0, pc)
+    if lay.support <= max_exact:
+        pair = _exact_pair(lay, label)
+        return pair, pair
+    if lay.support > MAX_STREAMED_SUPPORT:
+        raise ValueError(
+            f"the clone pair for num_users={n}, local_epsilon={eps0:g}, clone_probability={pc:.4g} has "
+            f"{lay.support:.3g} support points, above MAX_STREAMED_SUPPORT={MAX_STREAMED_SUPPORT:.3g} (it would take "
+            "minutes); use a larger local_epsilon, fewer users, a larger tail_mass, or an analytic bound"
+        )
+    return _streamed_pairs(lay, bins, label)
+
+
+def _exact_pair(lay: _Layout, label: str) -> PrivacyLossPair:
+    offsets = np.zeros(lay.totals.size + 1, dtype=np.int64)
+    np.cumsum(lay.a_hi - lay.a_lo + 1, out=offsets[1:])
+    losses = np.empty(lay.support)
+    masses = np.empty(lay.support)
+    infinity = float(_fill_support(*lay.kernel_args(), offsets, losses, masses))
+    direction = LossDistribution(losses, masses, infinity_mass=min(infinity, 1.0), truncated_mass=lay.dropped)
+    return PrivacyLossPair(direction, None, label=label)
+
+
+def _streamed_pairs(lay: _Layout, bins: int, label: str) -> tuple[PrivacyLossPair, PrivacyLossPair]:
+    smin, smax = _loss_range(lay.totals, lay.a_lo, lay.a_hi, lay.u, lay.v, lay.kappa, *lay.constants)
+    if not np.isfinite(smin):  # no finite loss with positive mass: only the infinity atom / truncation
+        pair = _exact_pair(lay, label)
+        return pair, pair
+    width = smax - smin
+    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
+    j0 = int(math.floor(smin / spacing)) - 1
+    size = int(math.floor(smax / spacing)) - j0 + 2
+    chunks = max(1, min(numba.get_num_threads(), _MAX_STREAM_THREADS, lay.totals.size))
+    cell_mass, cell_tilt, infinity, misplaced = _stream(*lay.kernel_args(), spacing, j0, size, chunks)
+    if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
+        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
+    grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
+    infinity = min(float(infinity), 1.0)
+    # Upper: split M_j between z_j and z_{j+1} keeping mass and e^{-s}-moment (a mean-preserving spread).
+    share = np.clip(cell_tilt / math.expm1(-spacing), 0.0, cell_mass)
+    up = np.append(cell_mass - share, 0.0)
+    up[1:] += share
+    # Lower: one atom per cell at the conditional mean of e^{-s} (a mean-preserving contraction).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0))
+    offset = np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
+    lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=lay.dropped)
+    upper = LossDistribution(grid, up, infinity_mass=infinity, truncated_mass=lay.dropped)
+    note = f"; {lay.support:,} outcomes streamed onto a loss lattice of spacing {spacing:.3g}"
+    return (
+        PrivacyLossPair(lower, None, label=label + note + ", cell-wise mean-preserving contraction (lower bound)"),
+        PrivacyLossPair(upper, None, label=label + note + ", mean-preserving spread (upper bound)"),
+    )
+
+
+# ----------------------------------------------------------------------------- mechanism
+_CAVEATS = {
+    "fmt20": (
+        "FMT20 clone reduction (Thm 3.2): a guarantee for every ε0-LDP randomizer; the bracket is that of the "
+        "reduction's pair, a specific randomizer may have a smaller ε",
+    ),
+    "fmt23": (
+        "FMT23 clone reduction (Thm 3.1 / errata Thm 7.1, clone probability 2/(e^ε0+1)): valid ONLY for "
+        "randomizers in FMT23's restricted class (k-ary RR, binary RR, RAPPOR and their convex combinations), "
+        "not for arbitrary ε0-LDP randomizers; use reduction='fmt20' for those",
+    ),
+    "khh21": (
+        "KHH21 eq. (6.1) clone pair: no proof known; for reproducing KHH21 figures only, not a privacy guarantee",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ShuffledLDP(ShuffleMechanism):
+    """Any ``local_epsilon``-LDP randomiser shuffled among ``num_users`` users, via a clone reduction.
+
+    Parameters
+    ----------
+    num_users : int
+        ``n >= 2``, including the user whose input differs.
+    local_epsilon : float
+        ``ε0 > 0`` (at most 500) of the local randomiser.
+    reduction : {"fmt20", "fmt23", "khh21"}
+        * ``"fmt20"`` (default): clone pair F with clone probability ``e^{-ε0}`` -- Feldman, McMillan,
+          Talwar, "Hiding among the clones" (FOCS 2021), Thm 3.2.  Valid for **every** ε0-LDP
+          randomiser (also adaptive).
+        * ``"fmt23"``: clone pair F with clone probability ``2/(e^{ε0}+1)`` -- Feldman, McMillan, Talwar,
+          "Stronger privacy amplification by shuffling for Rényi and approximate differential privacy"
+          (SODA 2023), Thm 3.1 as corrected by the errata (arXiv 2208.04591, Thm 7.1).  Valid **only**
+          for the restricted class of the errata (k-ary RR, binary RR, RAPPOR, convex combinations of
+          those); the results carry this caveat.
+        * ``"khh21"``: pair K of Koskela, Heikkilä, Honkela (2021), eq. (6.1), clone probability
+          ``e^{-ε0}``: **no proof known**; for reproducing KHH21's figures (``is_guarantee=False``, and a
+          ``UserWarning`` is emitted on construction).
+
+    Notes
+    -----
+    Neighbouring relation: replace one user's input; the analyst sees the shuffled reports.  The
+    analysed quantity is the δ(ε) of the reduction's pair (pldshuffle core spec §3), bracketed strictly.
+    Support S ≈ 155·n·p_c·√(1-p_c) points (tail mass 1e-18): up to :data:`EXACT_SUPPORT_LIMIT` it is
+    evaluated exactly (time O(S log S)); beyond, it is streamed in O(1) memory onto a lattice of
+    :data:`STREAM_GRID_BINS` cells (time O(S), ~40 ns per point and core; strict lower/upper pairs with
+    a relative ε error ~1e-8), see :func:`clone_pair_bounds`.  ``n = 10^6, ε0 = 4``: S ≈ 2.8·10^6, well
+    under a second for one round.
+
+    Examples
+    --------
+    >>> import pldshuffle as ps
+    >>> mech = ShuffledLDP(10_000, 1.0)
+    >>> b = ps.FourierAccountant().compose(mech).get_epsilon_bounds(1e-6)
+    >>> b.lower <= b.upper < 1.0
+    True
+    """
+
+    num_users: int
+    local_epsilon: float
+    reduction: str = "fmt20"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
+        eps0 = check_positive_finite("local_epsilon", self.local_epsilon)
+        if eps0 > MAX_LOCAL_EPSILON:
+            raise ValueError(f"local_epsilon must be <= {MAX_LOCAL_EPSILON:g}, got {self.local_epsilon!r}")
+        object.__setattr__(self, "local_epsilon", eps0)
+        check_choice("reduction", self.reduction, _REDUCTIONS)
+        if self.reduction == "khh21":
+            warnings.warn(
+                "ShuffledLDP(reduction='khh21') uses KHH21's eq. (6.1) clone pair, for which no proof is known: "
+                "use it only to reproduce KHH21's figures; results are not a privacy guarantee",
+                UserWarning,
+                stacklevel=3,  # __post_init__ <- dataclass __init__ <- user code
+            )
+
+    @property
+    def clone_probability(self) -> float:
+        """``e^{-ε0}`` (fmt20, khh21) or ``2/(e^{ε0}+1)`` (fmt23)."""
+        if self.reduction == "fmt23":
+            return float(2.0 / (math.exp(self.local_epsilon) + 1.0))
+        return float(math.exp(-self.local_epsilon))
+
+    @property
+    def variant(self) -> str:
+        """Clone pair used: ``"F"`` (fmt20, fmt23) or ``"K"`` (khh21)."""
+        return "K" if self.reduction == "khh21" else "F"
+
+    def support_size(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> int:
+        """Number of support points of the truncated pair (decides exact vs streamed evaluation)."""
+        return clone_support_size(self.num_users, self.local_epsilon, self.clone_probability, tail_mass, variant=self.variant)
+
+    def describe(self) -> str:
+        names = {
+            "fmt20": "FMT20 clone reduction (any ε0-LDP randomizer)",
+            "fmt23": "FMT23 clone reduction (restricted class: kRR, binary RR, RAPPOR, convex combinations)",
+            "khh21": "KHH21 eq. (6.1) clone pair (no proof known; figure reproduction only)",
+        }
+        return (
+            f"shuffled ε0-LDP randomizer, n={self.num_users}, ε0={self.local_epsilon:g}, replace-one neighbours, "
+            f"analyst sees the shuffled reports; {names[self.reduction]}, clone probability {self.clone_probability:.6g}"
+        )
+
+    def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
+        args = (self.num_users, self.local_epsilon, self.clone_probability, tail_mass)
+        guarantee = self.reduction != "khh21"
+        caveats = _CAVEATS[self.reduction]
+        lower, upper = clone_pair_bounds(*args, variant=self.variant)
+        if lower is upper:
+            return PairFamily.exact(upper, is_guarantee=guarantee, caveats=caveats)
+        return PairFamily((upper,), (lower,), guarantee, caveats)
