@@ -6,7 +6,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["hockey_stick_profile"]
+__all__ = ["hockey_stick_profile", "rounding_mgf"]
 
 
 @numba.njit(cache=True)
@@ -30,3 +30,17 @@ def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[N
     by the positive recursion ``H_{j-1} = e^{-dx} H_j + (1 - e^{-dx}) A_j``.  O(m), no cancellation.
     """
     return _profile(np.ascontiguousarray(masses, dtype=np.float64), float(np.exp(-spacing)))
+
+
+@numba.njit(cache=True)
+def _rounding_mgf(scales: np.ndarray, frac: np.ndarray, masses: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+    out = np.zeros(scales.size)
+    for i in range(frac.size):
+        for c in range(scales.size):
+            out[c] += masses[i] * np.exp(-scales[c] * frac[i])
+    return out
+
+
+def rounding_mgf(scales: NDArray[np.float64], frac: NDArray[np.float64], masses: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``Σ_i masses_i exp(-scales_c frac_i)`` for every scale, in O(len(scales)) memory."""
+    return _rounding_mgf(np.ascontiguousarray(scales), np.ascontiguousarray(frac), np.ascontiguousarray(masses))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import hockey_stick_profile
+from ._kernels import hockey_stick_profile, rounding_mgf
 
 __all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "discretize", "envelope"]
 
@@ -96,7 +96,7 @@ def discretize(
     upper = np.bincount(rel, weights=masses - up_share, minlength=stop - start)
     upper += np.bincount(rel + 1, weights=up_share, minlength=stop - start)
     lower = np.bincount(rel, weights=masses, minlength=stop - start)
-    mgf = np.exp(-np.outer(ROUNDING_SCALES, frac)) @ masses if masses.size else np.zeros(ROUNDING_SCALES.size)
+    mgf = rounding_mgf(ROUNDING_SCALES, frac, masses)
     return DiscretizedDirection(
         spacing=spacing,
         upper_start=start,

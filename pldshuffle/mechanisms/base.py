@@ -12,14 +12,66 @@ dominating pair in ``upper`` and specific dataset pairs (lower bounds) in ``lowe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..pld import PrivacyLossPair
 
-__all__ = ["DEFAULT_TAIL_MASS", "PairFamily", "ShuffleMechanism"]
+__all__ = ["DEFAULT_TAIL_MASS", "Cell", "PairFamily", "ShuffleMechanism"]
 
 #: Default probability mass a mechanism may drop per truncated coordinate (booked at +inf for upper bounds).
 DEFAULT_TAIL_MASS = 1e-18
+
+
+class Cell:
+    """A set of datasets bracketed by two pairs, refinable for branch-and-bound.
+
+    ``upper`` dominates (Blackwell) the pair of every dataset in the cell; ``lower`` is the pair of one
+    dataset in the cell.  ``split()`` returns sub-cells covering the same datasets, or ``()`` when the
+    cell is a single dataset (then ``upper`` is exact).  Pairs are built lazily, on first use.
+    """
+
+    def __init__(
+        self,
+        make_upper: Callable[[], PrivacyLossPair] | None = None,
+        make_lower: Callable[[], PrivacyLossPair] | None = None,
+        split: Callable[[], tuple[Cell, ...]] = tuple,
+        label: str = "cell",
+        *,
+        make_members: Callable[[], tuple[PrivacyLossPair, ...]] | None = None,
+    ) -> None:
+        """A cell is given either by a dominating pair (``make_upper``, with ``make_lower`` one of its
+        datasets, or ``None`` for a single-dataset cell whose upper pair is exact), or by the pairs of all
+        its datasets (``make_members``), which the accountant bounds by their envelope."""
+        if (make_upper is None) == (make_members is None):
+            raise ValueError("give exactly one of make_upper and make_members")
+        self._make_upper, self._make_lower, self._split, self.label = make_upper, make_lower, split, label
+        self._make_members = make_members
+
+    @cached_property
+    def members(self) -> tuple[PrivacyLossPair, ...] | None:
+        """The pairs of every dataset of the cell, when the cell enumerates them (else ``None``)."""
+        return None if self._make_members is None else self._make_members()
+
+    @cached_property
+    def upper(self) -> PrivacyLossPair:
+        """Pair dominating every dataset of the cell (the first member for an enumerated cell)."""
+        return self.members[0] if self._make_upper is None else self._make_upper()
+
+    @cached_property
+    def lower(self) -> PrivacyLossPair:
+        """Pair of one dataset of the cell (a lower bound on the cell's worst case)."""
+        if self._make_members is not None:
+            return self.members[0]
+        return self.upper if self._make_lower is None else self._make_lower()
+
+    def split(self) -> tuple[Cell, ...]:
+        """Sub-cells covering the same datasets; empty for a single dataset."""
+        return self._split()
+
+    def __repr__(self) -> str:
+        return f"Cell({self.label})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,22 +83,38 @@ class PairFamily:
     upper : tuple of PrivacyLossPair
         The worst case is at most the maximum over these members (after composition).
     lower : tuple of PrivacyLossPair
-        The worst case is at least the δ of any of these members (each is a realisable dataset pair).
+        The analysed worst case is at least the δ of any of these members (each is a realisable dataset
+        pair, or, for a reduction, a pair dominated by the reduction's pair).
     is_guarantee : bool
         ``False`` when ``upper`` is *not* a proven upper bound on the mechanism's worst case (a pair
         for one specific dataset, or an unproven pair kept only to reproduce a paper's figures).
     caveats : tuple of str
         Plain-language statements users must see next to the numbers.
+    cells : tuple of Cell, optional
+        A refinable cover of the datasets; lets the accountant tighten the bracket by branch and bound.
+    merge_upper : bool
+        Compose the ``upper`` members as one dominating envelope (one FFT composition) rather than one
+        by one; the lower bound then composes a few representative members.
     """
 
     upper: tuple[PrivacyLossPair, ...]
     lower: tuple[PrivacyLossPair, ...]
     is_guarantee: bool = True
     caveats: tuple[str, ...] = ()
+    cells: tuple[Cell, ...] | None = None  # refinable cover, when the mechanism offers one
+    merge_upper: bool = False  # compose the upper members as one envelope rather than one by one
 
     def __post_init__(self) -> None:
         if not self.upper or not self.lower:
             raise ValueError("a PairFamily needs at least one upper and one lower member")
+
+    @classmethod
+    def from_cells(cls, cells: tuple[Cell, ...], *, is_guarantee: bool = True, caveats: tuple[str, ...] = ()) -> PairFamily:
+        """A family given by a refinable cover of its datasets (the accountant branches and bounds).
+
+        ``upper``/``lower`` are the initial cover's pairs; accountants that do not refine use those.
+        """
+        return cls(tuple(c.upper for c in cells), tuple(c.lower for c in cells), is_guarantee, caveats, tuple(cells))
 
     @classmethod
     def exact(cls, *pairs: PrivacyLossPair, is_guarantee: bool = True, caveats: tuple[str, ...] = ()) -> PairFamily:

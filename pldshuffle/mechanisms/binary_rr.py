@@ -14,6 +14,7 @@ and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,12 +23,14 @@ from scipy import stats
 from .._validation import check_choice, check_int, check_positive_finite
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_window
-from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 
 __all__ = ["ShuffledBinaryRR"]
 
-#: Above this many users the exact worst case (n/2 dataset pairs) is replaced by a dominating pair.
-EXACT_WORST_CASE_MAX_USERS = 10_000
+#: Cells of the initial cover of the datasets m = 0..(n-1)/2 (refined by the accountant's branch and bound).
+_INITIAL_CELLS = 16
+#: Cells with fewer datasets than this enumerate them (envelope) instead of revealing the varying users.
+_ENUMERATED_CELL = 32
 # Binomial factors of N_m are windowed with this tail; its effect on any kept pmf value is < 1e-40 relative.
 _INNER_TAIL = 1e-60
 
@@ -43,13 +46,14 @@ class ShuffledBinaryRR(ShuffleMechanism):
     local_epsilon : float
         ``ε0 > 0`` of the local randomiser (flip probability ``1/(e^{ε0}+1)``).
     dataset : {"worst", "khh21"}
-        ``"worst"`` (default) bounds the maximum over all neighbouring datasets (the DP guarantee):
-        exactly, over every ``m``, for ``n <= 10_000`` (cost O(n) pairs of O(√n) support each); above
-        that, the upper bound uses the pair in which the adversary also learns which users randomised
-        (``Bin(B,1/2)+Bern(p)`` vs ``Bin(B,1/2)+Bern(1-p)``, ``B ~ Bin(n-1, 2p)`` observed; a proven
-        dominating pair, equal to the FMT23 clone pair) and the lower bound uses the datasets
-        ``m = 0`` and ``m = ⌊(n-1)/2⌋``; the result's caveats say so.  ``"khh21"`` analyses the single
-        dataset pair ``0^n`` vs ``10^{n-1}`` of KHH21 eq. (4.1) (a lower bound on the worst case).
+        ``"worst"`` (default) bounds the maximum over all neighbouring datasets (the DP guarantee).
+        The datasets ``m = 0..⌊(n-1)/2⌋`` are covered by 16 interval cells; a cell ``[a, b]`` is
+        dominated by the dataset pair of ``n - (b - a)`` users with ``m = a`` (the users whose bits vary
+        in the cell are revealed), and the accountant splits only the cells that could hold the maximum
+        (branch and bound), so the bracket converges to the exact worst case at a cost of
+        O(log n) cells near the maximisers (typically m ≈ 0 and m ≈ (n-1)/2), each O(√n) support.
+        ``"khh21"`` analyses the single dataset pair ``0^n`` vs ``10^{n-1}`` of KHH21 eq. (4.1)
+        (a lower bound on the worst case).
 
     Notes
     -----
@@ -85,20 +89,44 @@ class ShuffledBinaryRR(ShuffleMechanism):
         )
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
-        n = self.num_users
         if self.dataset == "khh21":
             caveat = "dataset pair 0^n vs 10^(n-1) only: a lower bound on the worst case over datasets"
             return PairFamily.exact(self.dataset_pair(0, tail_mass=tail_mass), is_guarantee=False, caveats=(caveat,))
+        half = (self.num_users - 1) // 2  # δ_m = δ_{n-1-m}
+        edges = np.unique(np.linspace(0, half + 1, min(_INITIAL_CELLS, half + 1) + 1).astype(np.int64))
+        cells = tuple(self._cell(int(a), int(b) - 1, tail_mass) for a, b in zip(edges[:-1], edges[1:]))
+        return PairFamily.from_cells(cells)
+
+    def _cell(self, first: int, last: int, tail_mass: float) -> Cell:
+        """Datasets with ``m ∈ [first, last]`` ones among the others.
+
+        Upper pair: the ``last - first`` users whose bits vary inside the cell are revealed to the analyst,
+        i.e. the dataset pair of ``n - (last - first)`` users with ``m = first``; every dataset of the cell
+        adds independent noise (those users' reports) to both hypotheses of it, a post-processing.
+        """
+        n, eps0 = self.num_users, self.local_epsilon
+        width = last - first
         half = (n - 1) // 2
-        if n <= EXACT_WORST_CASE_MAX_USERS:
-            members = tuple(self.dataset_pair(m, tail_mass=tail_mass) for m in range(half + 1))
-            return PairFamily.exact(*members)
-        lower = tuple(self.dataset_pair(m, tail_mass=tail_mass) for m in sorted({0, half}))
-        caveat = (
-            f"n > {EXACT_WORST_CASE_MAX_USERS}: upper bound from the dominating pair in which the adversary learns "
-            "who randomised (= FMT23 clone pair); lower bound from datasets m=0 and m=(n-1)/2"
+        exact_m = first if first <= half - last else last  # the end nearer 0 or (n-1)/2, where maxima occur
+
+        label = f"m in [{first}, {last}]"
+        if width == 0:
+            return Cell(lambda: self.dataset_pair(first, tail_mass=tail_mass), label=f"m = {first}")
+
+        def split() -> tuple[Cell, ...]:
+            mid = (first + last) // 2
+            return (self._cell(first, mid, tail_mass), self._cell(mid + 1, last, tail_mass))
+
+        if width < _ENUMERATED_CELL:
+            # Few datasets: bound them by their own envelope, tight because neighbours are nearly equal.
+            members = lambda: tuple(self.dataset_pair(m, tail_mass=tail_mass) for m in range(first, last + 1))  # noqa: E731
+            return Cell(split=split, label=label, make_members=members)
+        return Cell(
+            lambda: ShuffledBinaryRR(n - width, eps0).dataset_pair(first, tail_mass=tail_mass),
+            lambda: self.dataset_pair(exact_m, tail_mass=tail_mass),
+            split,
+            label,
         )
-        return PairFamily((self._randomiser_revealed_pair(tail_mass),), lower, True, (caveat,))
 
     def dataset_pair(self, ones_among_others: int, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PrivacyLossPair:
         """Exact pair ``(P_m, Q_m)`` for ``m = ones_among_others`` (O(n) time, O(√n) support after windowing).
@@ -106,16 +134,16 @@ class ShuffledBinaryRR(ShuffleMechanism):
         Outcomes whose pmf is not computed exactly are dropped and their ``P``-mass booked as
         truncated mass (at most ``tail_mass`` plus 1e-59).
         """
-        n, p = self.num_users, self.flip_probability
-        m = check_int("ones_among_others", ones_among_others, minimum=0, maximum=n - 1)
-        noise, dropped = _pmf_window(m, n - 1 - m, p)
-        return _pair_from_noise(noise, dropped, p, tail_mass, f"2RR dataset pair, m={m}")
+        m = check_int("ones_among_others", ones_among_others, minimum=0, maximum=self.num_users - 1)
+        return _dataset_pair(self.num_users, self.local_epsilon, m, tail_mass)
 
-    def _randomiser_revealed_pair(self, tail_mass: float) -> PrivacyLossPair:
-        """Dominating pair: B ~ Bin(n-1, 2p) randomisers observed, noise Bin(B, 1/2)."""
-        from .clones import clone_pair
 
-        return clone_pair(self.num_users, self.local_epsilon, 2.0 * self.flip_probability, tail_mass)
+@lru_cache(maxsize=8192)
+def _dataset_pair(n: int, eps0: float, m: int, tail_mass: float) -> PrivacyLossPair:
+    """Cached: branch and bound revisits the datasets of a cell when it splits the cell."""
+    p = float(1.0 / (np.exp(eps0) + 1.0))
+    noise, dropped = _pmf_window(m, n - 1 - m, p)
+    return _pair_from_noise(noise, dropped, p, tail_mass, f"2RR dataset pair, n={n}, m={m}")
 
 
 def _pmf_window(ones: int, zeros: int, p: float) -> tuple[NDArray[np.float64], float]:
