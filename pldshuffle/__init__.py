@@ -6,8 +6,11 @@ composes them over rounds and returns certified lower and upper bounds on δ(ε)
 """
 
 from .accountant import FourierAccountant
+from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
 from .mechanisms.base import PairFamily, ShuffleMechanism
 from .mechanisms.binary_rr import ShuffledBinaryRR
+from .mechanisms.clones import ShuffledLDP
+from .mechanisms.krr import ShuffledKRR
 from .mechanisms.generic import PairMechanism
 from .pld import LossDistribution, PrivacyLossPair
 from .results import DeltaBounds, EpsilonBounds
@@ -15,6 +18,7 @@ from .results import DeltaBounds, EpsilonBounds
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibrationResult",
     "DeltaBounds",
     "EpsilonBounds",
     "FourierAccountant",
@@ -24,5 +28,10 @@ __all__ = [
     "PrivacyLossPair",
     "ShuffleMechanism",
     "ShuffledBinaryRR",
+    "ShuffledKRR",
+    "ShuffledLDP",
     "__version__",
+    "calibrate_local_epsilon",
+    "find_max_rounds",
+    "find_min_users",
 ]

@@ -1,0 +1,508 @@
+"""The ``pldshuffle`` command line: certified ε / δ of shuffle-model protocols, and calibration.
+
+Run ``pldshuffle --help`` (or ``python -m pldshuffle --help``) for usage and examples.  Every
+subcommand prints a privacy statement in words, or with ``--json`` one JSON object whose schema is
+documented in :func:`main`.  Errors print one line ``pldshuffle: error: ...`` on stderr and exit with
+status 2; no traceback is shown for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from . import __version__
+from .accountant import FourierAccountant
+from .mechanisms.base import ShuffleMechanism
+
+__all__ = ["main"]
+
+#: Mechanism kinds of the command line: kind -> (module, class name), imported on use.
+MECHANISMS: dict[str, tuple[str, str]] = {
+    "binary-rr": ("pldshuffle.mechanisms.binary_rr", "ShuffledBinaryRR"),
+    "krr": ("pldshuffle.mechanisms.krr", "ShuffledKRR"),
+    "ldp": ("pldshuffle.mechanisms.clones", "ShuffledLDP"),
+}
+
+_EXIT_USAGE = 2
+
+_DESCRIPTION = """\
+Certified differential-privacy bounds for the shuffle model.
+
+Each of n users randomises its value locally (epsilon0-LDP) and the reports are shuffled.
+pldshuffle computes a certified bracket [lower, upper] on the epsilon (or delta) of the
+shuffled protocol, composed over rounds; `upper` is the guarantee you can state.
+
+Neighbouring datasets differ in the value of one user (replace-one). The adversary and the
+neighbouring pair analysed are named in each statement.
+
+Subcommands:
+  epsilon     certified epsilon at a given delta
+  delta       certified delta at a given epsilon
+  calibrate   largest local epsilon / smallest number of users / largest number of rounds
+              that meets a target (epsilon, delta)
+
+Run `pldshuffle SUBCOMMAND --help` for the options and examples of each.
+
+quick examples:
+  pldshuffle epsilon --mechanism binary-rr --num-users 1000 --local-epsilon 1 --delta 1e-6
+  pldshuffle delta --mechanism krr --num-users 1000 --domain-size 4 --gamma 0.25 --epsilon 1
+  pldshuffle calibrate local-epsilon --mechanism binary-rr --num-users 1000 \\
+      --target-epsilon 0.5 --delta 1e-6
+"""
+
+_MECHANISM_HELP = """\
+mechanisms (choose one with --mechanism, or several with --compose / --spec):
+  binary-rr   binary randomized response; --num-users, --local-epsilon,
+              --dataset worst (default: worst case over all datasets, a guarantee)
+                      | khh21 (only the pair 0^n vs 10^(n-1): a lower bound)
+  krr         k-ary randomized response; --num-users, --domain-size, and one of
+              --local-epsilon / --gamma (blanket probability);
+              --adversary weak (default) | strong | khh21 | histogram (a lower bound)
+  ldp         any epsilon0-LDP randomizer via clone reductions; --num-users,
+              --local-epsilon, --reduction fmt20 (default, any randomizer)
+              | fmt23 (kRR, RR, RAPPOR, ...) | khh21 (reproduction only)
+
+heterogeneous composition:
+  --compose KIND:KEY=VALUE,KEY=VALUE[:count=N]   (repeatable; count defaults to 1)
+      e.g. --compose binary-rr:num_users=1000,local_epsilon=1:count=10
+           --compose krr:num_users=1000,domain_size=4,gamma=0.25,adversary=strong:count=5
+      KEYs are the Python parameter names (num_users, local_epsilon, gamma, domain_size,
+      adversary, dataset, reduction).
+  --spec FILE.json  a JSON list of {"mechanism": KIND, "parameters": {...}, "count": N}
+      (or an object with such a list under "mechanisms", e.g. an earlier --json output).
+  All of --mechanism (with --rounds), --compose and --spec may be combined.
+"""
+
+_EXAMPLES = {
+    "epsilon": """\
+examples:
+  pldshuffle epsilon --mechanism binary-rr --num-users 1000 --local-epsilon 1 --delta 1e-6
+  pldshuffle epsilon --mechanism krr --num-users 1000 --domain-size 4 --gamma 0.25 \\
+      --adversary strong --rounds 10 --delta 1e-6 --json
+  pldshuffle epsilon --compose binary-rr:num_users=1000,local_epsilon=1:count=4 \\
+      --compose krr:num_users=1000,domain_size=4,gamma=0.25:count=2 --delta 1e-6
+""",
+    "delta": """\
+examples:
+  pldshuffle delta --mechanism binary-rr --num-users 1000 --local-epsilon 1 --epsilon 0.2
+  pldshuffle delta --mechanism binary-rr --num-users 1000 --local-epsilon 1 --rounds 4 \\
+      --epsilon 0.5 --json
+""",
+    "calibrate": """\
+The searched parameter's own flag is not given (e.g. no --local-epsilon for local-epsilon).
+The answer is verified by a final accountant call and printed with its certified bracket.
+
+examples:
+  pldshuffle calibrate local-epsilon --mechanism binary-rr --num-users 1000 \\
+      --target-epsilon 0.5 --delta 1e-6
+  pldshuffle calibrate num-users --mechanism binary-rr --local-epsilon 1 \\
+      --dataset khh21 --target-epsilon 0.2 --delta 1e-6
+  pldshuffle calibrate rounds --mechanism binary-rr --num-users 1000 --local-epsilon 1 \\
+      --target-epsilon 0.4 --delta 1e-6
+""",
+}
+
+
+class _CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument parser whose errors are one line on stderr (exit 2) instead of usage + message."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _CLIError(f"{message} (see `{self.prog} --help`)")
+
+
+# ---------------------------------------------------------------------- mechanisms
+def _mechanism_class(kind: str) -> type:
+    if kind not in MECHANISMS:
+        raise _CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
+    module_name, class_name = MECHANISMS[kind]
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise _CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
+    return cls
+
+
+def _parameter_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _build(kind: str, parameters: dict[str, Any]) -> ShuffleMechanism:
+    cls = _mechanism_class(kind)
+    valid = _parameter_names(cls)
+    unknown = sorted(set(parameters) - set(valid))
+    if unknown:
+        raise _CLIError(
+            f"parameter(s) {', '.join(unknown)} do not apply to mechanism {kind!r}; valid: {', '.join(valid)}"
+        )
+    try:
+        return cls(**parameters)
+    except TypeError as exc:  # e.g. a missing required parameter
+        raise _CLIError(f"mechanism {kind!r}: {exc}") from None
+
+
+def _kind_of(mechanism: ShuffleMechanism) -> str:
+    for kind, (module_name, class_name) in MECHANISMS.items():
+        if type(mechanism).__module__ == module_name and type(mechanism).__name__ == class_name:
+            return kind
+    return type(mechanism).__name__
+
+
+def _parse_value(text: str) -> Any:
+    """``"1000"`` -> 1000, ``"1e-3"`` -> 0.001, anything else stays a string."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _parse_compose(spec: str) -> tuple[str, dict[str, Any], int]:
+    """``KIND:KEY=VALUE,...[:count=N]`` -> ``(kind, parameters, count)``."""
+    parts = spec.split(":")
+    if not 2 <= len(parts) <= 3 or not parts[0]:
+        raise _CLIError(f"--compose {spec!r}: expected KIND:KEY=VALUE,KEY=VALUE[:count=N]")
+    kind, body = parts[0].strip(), parts[1]
+    parameters: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in body.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _CLIError(f"--compose {spec!r}: {item!r} is not KEY=VALUE")
+        parameters[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    count: Any = 1
+    if len(parts) == 3:
+        key, sep, value = parts[2].partition("=")
+        if sep and key.strip() != "count":
+            raise _CLIError(f"--compose {spec!r}: the third field must be count=N")
+        count = _parse_value((value if sep else key).strip())
+    return kind, parameters, count
+
+
+def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise _CLIError(f"--spec {path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise _CLIError(f"--spec {path}: invalid JSON ({exc})") from None
+    entries = data.get("mechanisms") if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not entries:
+        raise _CLIError(f"--spec {path}: expected a non-empty list of {{\"mechanism\", \"parameters\", \"count\"}} objects")
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "mechanism" not in entry or not isinstance(entry.get("parameters", {}), dict):
+            raise _CLIError(f"--spec {path}: entry {i} needs \"mechanism\" and a \"parameters\" object")
+        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1)))
+    return out
+
+
+def _single_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """Parameters given by the single-mechanism flags (only those actually set)."""
+    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction")
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _ledger(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int]]:
+    entries: list[tuple[str, dict[str, Any], Any]] = []
+    single = _single_parameters(args)
+    if args.mechanism is not None:
+        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1))
+    elif single or args.rounds is not None:
+        raise _CLIError("mechanism flags (--num-users, --local-epsilon, ..., --rounds) need --mechanism")
+    entries += [_parse_compose(s) for s in args.compose]
+    if args.spec is not None:
+        entries += _read_spec(args.spec)
+    if not entries:
+        raise _CLIError("no mechanism given: use --mechanism (see --help), --compose or --spec")
+    return [(_build(kind, params), count) for kind, params, count in entries]
+
+
+# ---------------------------------------------------------------------- output
+def _json_safe(value: Any) -> Any:
+    """Convert numpy scalars / arrays, tuples and non-finite floats ("inf", "-inf", "nan") for JSON."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]:
+    return {
+        "mechanism": _kind_of(mechanism),
+        "description": mechanism.describe(),
+        "parameters": {name: getattr(mechanism, name) for name in _parameter_names(type(mechanism))},
+        "count": count,
+    }
+
+
+def _adversary(mechanism: ShuffleMechanism) -> str:
+    if getattr(mechanism, "adversary", None) is not None:
+        return f"{mechanism.adversary!r} (see the mechanism line)"  # type: ignore[attr-defined]
+    if getattr(mechanism, "dataset", "worst") != "worst":
+        return f"one fixed dataset pair (dataset={mechanism.dataset!r}), see the mechanism line"  # type: ignore[attr-defined]
+    return "standard DP adversary: sees all shuffled reports and knows every other user's data"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: Any) -> str:
+    lines = ["Privacy statement (pldshuffle %s)" % __version__]
+    for mechanism, count in ledger:
+        lines.append(f"  mechanism: {mechanism.describe()}")
+        lines.append(f"    rounds of this mechanism: {count}")
+        lines.append(f"    adversary: {_adversary(mechanism)}")
+    lines.append(f"  total rounds composed: {rounds}")
+    lines.append("  neighbouring relation: replace-one (the datasets differ in the value of one user)")
+    if query == "epsilon":
+        lines.append(f"  delta: {value:g}")
+        lines.append(f"  certified epsilon bracket: [{_fmt(bounds.lower)}, {_fmt(bounds.upper)}]")
+        claim = f"({_fmt(bounds.upper)}, {value:g})-DP"
+    else:
+        lines.append(f"  epsilon: {value:g}")
+        lines.append(f"  certified delta bracket: [{bounds.lower:.6g}, {bounds.upper:.6g}]")
+        claim = f"({value:g}, {bounds.upper:.6g})-DP"
+    if bounds.is_guarantee:
+        lines.append(f"The composed protocol satisfies {claim}.")
+    else:
+        lines.append(
+            f"!!! NOT A PRIVACY GUARANTEE: {claim} holds only for the analysed pair; the upper end is a "
+            "LOWER bound on the worst case. !!!"
+        )
+    lines += [f"  caveat: {c}" for c in bounds.caveats]
+    return "\n".join(lines)
+
+
+def _record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: Any) -> dict[str, Any]:
+    return {
+        "mechanisms": [_mechanism_record(m, c) for m, c in ledger],
+        "rounds": rounds,
+        "neighbouring_relation": "replace-one",
+        ("delta" if query == "epsilon" else "epsilon"): value,
+        "quantity": query,
+        "lower": bounds.lower,
+        "upper": bounds.upper,
+        "is_guarantee": bounds.is_guarantee,
+        "caveats": list(bounds.caveats),
+        "diagnostics": dict(bounds.diagnostics),
+    }
+
+
+def _progress(args: argparse.Namespace) -> Callable[[str], None]:
+    start = time.monotonic()
+
+    def report(message: str) -> None:
+        if not args.quiet:
+            print(f"pldshuffle: [{time.monotonic() - start:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    return report
+
+
+# ---------------------------------------------------------------------- subcommands
+def _run_query(args: argparse.Namespace) -> int:
+    ledger = _ledger(args)
+    accountant = FourierAccountant()
+    for mechanism, count in ledger:
+        accountant.compose(mechanism, count)
+    report = _progress(args)
+    if accountant.rounds > 1:
+        report(f"computing {accountant.rounds} composed rounds…")
+    if args.command == "epsilon":
+        value, bounds = args.delta, accountant.get_epsilon_bounds(args.delta)
+    else:
+        value, bounds = args.epsilon, accountant.get_delta_bounds(args.epsilon)
+    _emit(args, accountant.ledger, accountant.rounds, args.command, value, bounds, extra=None)
+    return 0
+
+
+def _emit(
+    args: argparse.Namespace,
+    ledger: Sequence[tuple[ShuffleMechanism, int]],
+    rounds: int,
+    query: str,
+    value: float,
+    bounds: Any,
+    extra: dict[str, Any] | None,
+) -> None:
+    """Print the JSON record or the statement (preceded by the calibration line for ``calibrate``)."""
+    if args.json:
+        record = _record(ledger, rounds, query, value, bounds)
+        if extra:
+            record["calibration"] = extra
+        print(json.dumps(_json_safe(record), indent=2))
+        return
+    if extra:
+        failing = extra["bracket"][1]
+        neighbour = (
+            "the search limit itself passed; larger values may pass too"
+            if failing is None
+            else f"{extra['parameter']} = {failing:.6g} does not"
+        )
+        print(
+            f"Calibrated {extra['parameter']} = {extra['value']:.6g}: certified epsilon {bounds.upper:.6g} <= "
+            f"target {extra['target_epsilon']:g} at delta {value:g} ({neighbour})."
+        )
+    print(_statement(ledger, rounds, query, value, bounds))
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import calibrate_local_epsilon, find_max_rounds, find_min_users
+
+    if args.mechanism is None:
+        raise _CLIError("calibrate needs --mechanism (one mechanism kind; --compose/--spec are not supported here)")
+    if args.compose or args.spec is not None:
+        raise _CLIError("calibrate takes one mechanism via --mechanism; --compose and --spec are not supported here")
+    fixed = _single_parameters(args)
+    target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": _progress(args)}
+    rounds = args.rounds if args.rounds is not None else 1
+    conflicting = {"local-epsilon": ("local_epsilon", "gamma"), "num-users": ("num_users",), "rounds": ("rounds",)}
+    given = [name for name in conflicting[args.parameter] if getattr(args, name) is not None]
+    if given:
+        flags = ", ".join("--" + g.replace("_", "-") for g in given)
+        raise _CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
+    if args.parameter == "local-epsilon":
+        result = calibrate_local_epsilon(lambda e: _build(args.mechanism, {**fixed, "local_epsilon": e}), num_rounds=rounds, **target)
+    elif args.parameter == "num-users":
+        result = find_min_users(lambda n: _build(args.mechanism, {**fixed, "num_users": n}), num_rounds=rounds, **target)
+    else:
+        result = find_max_rounds(_build(args.mechanism, fixed), **target)
+    extra = {
+        "parameter": result.parameter,
+        "value": result.value,
+        "bracket": list(result.bracket),
+        "target_epsilon": result.target_epsilon,
+    }
+    _emit(args, ((result.mechanism, result.num_rounds),), result.num_rounds, "epsilon", args.delta, result.bounds, extra)
+    return 0
+
+
+# ---------------------------------------------------------------------- parser
+def _number(text: str) -> float:
+    """A float (range checks happen in the library, with messages naming the parameter)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _integer(text: str) -> int:
+    """Integers, also written as ``1e4``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(value)
+
+
+def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) -> None:
+    group = parser.add_argument_group("mechanism")
+    group.add_argument("--mechanism", choices=tuple(MECHANISMS), help="mechanism kind (see the list below)")
+    group.add_argument("--num-users", dest="num_users", type=_integer, metavar="N", help="number of users n (>= 2)")
+    group.add_argument("--local-epsilon", dest="local_epsilon", type=_number, metavar="EPS0",
+                       help="local privacy level epsilon0 of each user's randomizer")
+    group.add_argument("--gamma", type=_number, metavar="GAMMA",
+                       help="krr only: blanket probability (instead of --local-epsilon)")
+    group.add_argument("--domain-size", dest="domain_size", type=_integer, metavar="K", help="krr only: number of values k")
+    group.add_argument("--adversary", help="krr only: weak (default) | strong | khh21 | histogram")
+    group.add_argument("--dataset", help="binary-rr only: worst (default) | khh21")
+    group.add_argument("--reduction", help="ldp only: fmt20 (default) | fmt23 | khh21")
+    group.add_argument("--rounds", type=_integer, metavar="R", help="rounds of --mechanism (default 1)")
+    if compose:
+        group.add_argument("--compose", action="append", default=[], metavar="SPEC",
+                           help="add KIND:KEY=VALUE,...[:count=N] to the composition (repeatable)")
+        group.add_argument("--spec", metavar="FILE.json", help="add the mechanisms of a JSON spec file")
+    else:
+        parser.set_defaults(compose=[], spec=None)
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the statement")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+
+
+def _parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="pldshuffle", description=_DESCRIPTION, epilog=_MECHANISM_HELP, formatter_class=formatter)
+    parser.add_argument("--version", action="version", version=f"pldshuffle {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+
+    eps = sub.add_parser("epsilon", help="certified epsilon at a given delta", formatter_class=formatter,
+                         description="Certified bracket on epsilon at a given delta.",
+                         epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["epsilon"])
+    eps.add_argument("--delta", type=_number, required=True, help="target delta in (0, 1)")
+    _add_mechanism_options(eps, compose=True)
+    _add_output_options(eps)
+
+    dlt = sub.add_parser("delta", help="certified delta at a given epsilon", formatter_class=formatter,
+                         description="Certified bracket on delta at a given epsilon.",
+                         epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["delta"])
+    dlt.add_argument("--epsilon", type=_number, required=True, help="target epsilon (>= 0)")
+    _add_mechanism_options(dlt, compose=True)
+    _add_output_options(dlt)
+
+    cal = sub.add_parser("calibrate", help="largest epsilon0 / fewest users / most rounds for a target",
+                         formatter_class=formatter,
+                         description="Search the largest local epsilon, the smallest number of users or the "
+                         "largest number of rounds whose certified epsilon meets --target-epsilon at --delta.",
+                         epilog=_MECHANISM_HELP.split("heterogeneous composition:")[0] + "\n" + _EXAMPLES["calibrate"])
+    cal.add_argument("parameter", choices=("local-epsilon", "num-users", "rounds"), help="the parameter to search")
+    cal.add_argument("--target-epsilon", dest="target_epsilon", type=_number, required=True,
+                     help="target epsilon")
+    cal.add_argument("--delta", type=_number, required=True, help="target delta in (0, 1)")
+    _add_mechanism_options(cal, compose=False)
+    _add_output_options(cal)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 success, 2 bad input).
+
+    With ``--json`` the output is one object::
+
+        {"mechanisms": [{"mechanism": kind, "description": describe(), "parameters": {...}, "count": N}, ...],
+         "rounds": total rounds, "neighbouring_relation": "replace-one",
+         "delta" (epsilon, calibrate) or "epsilon" (delta): the query value, "quantity": "epsilon" | "delta",
+         "lower": float, "upper": float, "is_guarantee": bool, "caveats": [str, ...],
+         "diagnostics": {...},
+         "calibration": {"parameter", "value", "bracket": [passing, failing], "target_epsilon"}  (calibrate only)}
+
+    Non-finite numbers are written as the strings ``"inf"``, ``"-inf"``, ``"nan"``.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return _EXIT_USAGE
+        if args.command == "calibrate":
+            return _run_calibrate(args)
+        return _run_query(args)
+    except (_CLIError, ValueError, TypeError, ArithmeticError, MemoryError) as exc:
+        print(f"pldshuffle: error: {exc}", file=sys.stderr)
+        return _EXIT_USAGE
+    except KeyboardInterrupt:
+        print("pldshuffle: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,129 @@
+"""The ``pldshuffle`` command line: statements, ``--json`` schema, exit codes, calibration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pldshuffle.cli import main
+
+BINARY = ["--mechanism", "binary-rr", "--num-users", "1000", "--local-epsilon", "1"]
+KHH21 = [*BINARY, "--dataset", "khh21"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pldshuffle", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_statement_names_everything():
+    proc = run("epsilon", "--mechanism", "binary-rr", "--num-users", "200", "--local-epsilon", "1", "--delta", "1e-6")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for text in ("binary randomized response", "n=200", "ε0=1", "worst case over all neighbouring datasets",
+                 "replace-one", "adversary:", "delta: 1e-06", "certified epsilon bracket: [0.318243, 0.318243]",
+                 "satisfies (0.318243, 1e-06)-DP"):
+        assert text in out, text
+    assert "NOT A PRIVACY GUARANTEE" not in out
+    assert proc.stderr == ""
+
+
+def test_json_schema_and_loud_non_guarantee():
+    proc = run("epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--json")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert set(record) >= {"mechanisms", "rounds", "delta", "lower", "upper", "is_guarantee", "caveats", "diagnostics"}
+    (entry,) = record["mechanisms"]
+    assert entry["mechanism"] == "binary-rr" and entry["count"] == 2
+    assert entry["parameters"] == {"num_users": 1000, "local_epsilon": 1.0, "dataset": "khh21"}
+    assert "binary randomized response" in entry["description"]
+    assert record["rounds"] == 2 and record["delta"] == 1e-6
+    assert 0 < record["lower"] <= record["upper"]
+    assert record["is_guarantee"] is False and record["caveats"]
+    assert "computing" in proc.stderr  # progress for multi-round runs
+
+
+def test_loud_line_when_not_a_guarantee(capsys):
+    assert main(["epsilon", *KHH21, "--delta", "1e-6"]) == 0
+    assert "!!! NOT A PRIVACY GUARANTEE" in capsys.readouterr().out
+
+
+def test_bad_input_one_line_exit_2():
+    proc = run("epsilon", *BINARY[:-1], "-1", "--delta", "1e-6")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("pldshuffle: error:")
+    assert "local_epsilon" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["epsilon", *BINARY, "--delta", "2"], "target_delta"),
+        (["epsilon", "--mechanism", "foo", "--delta", "1e-6"], "invalid choice"),
+        (["epsilon", "--delta", "1e-6"], "no mechanism"),
+        (["epsilon", *BINARY, "--gamma", "0.2", "--delta", "1e-6"], "gamma"),
+        (["epsilon", *BINARY, "--delta", "x"], "expected a number"),
+        (["epsilon", "--mechanism", "binary-rr", "--num-users", "10.5", "--local-epsilon", "1", "--delta", "1e-6"], "integer"),
+        (["epsilon", "--compose", "krr:num_users=10", "--delta", "1e-6"], "domain_size"),
+        (["epsilon", "--compose", "binary-rr", "--delta", "1e-6"], "KIND:KEY=VALUE"),
+        (["epsilon", "--compose", "binary-rr:num_users=100,local_epsilon=1:rounds=3", "--delta", "1e-6"], "count=N"),
+        (["epsilon", "--spec", "/nonexistent/spec.json", "--delta", "1e-6"], "cannot read"),
+        (["epsilon", *BINARY], "--delta"),
+        (["calibrate", "local-epsilon", *BINARY, "--target-epsilon", "1", "--delta", "1e-6"], "do not pass --local-epsilon"),
+        (["calibrate", "rounds", *BINARY, "--target-epsilon", "1e-9", "--delta", "1e-6", "--quiet"], "infeasible"),
+        ([], ""),
+    ],
+)
+def test_exit_code_2(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    if argv:
+        assert err.startswith("pldshuffle: error:") and err.count("\n") == 1
+
+
+def test_compose_and_spec_round_trip(tmp_path, capsys):
+    argv = ["delta", "--compose", "binary-rr:num_users=1000,local_epsilon=1,dataset=khh21:count=2",
+            "--compose", "binary-rr:num-users=500,local-epsilon=0.5,dataset=khh21:1", "--epsilon", "0.3", "--json", "--quiet"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [m["count"] for m in first["mechanisms"]] == [2, 1] and first["rounds"] == 3
+    assert first["epsilon"] == 0.3 and first["quantity"] == "delta" and 0 <= first["lower"] <= first["upper"]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(first))
+    assert main(["delta", "--spec", str(spec), "--epsilon", "0.3", "--json", "--quiet"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["upper"] == first["upper"] and second["mechanisms"] == first["mechanisms"]
+
+
+def test_calibrate_subprocess():
+    proc = run("calibrate", "local-epsilon", "--mechanism", "binary-rr", "--num-users", "1000", "--dataset", "khh21",
+               "--target-epsilon", "0.5", "--delta", "1e-6", "--json")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    cal = record["calibration"]
+    assert cal["parameter"] == "local_epsilon" and cal["target_epsilon"] == 0.5
+    passing, failing = cal["bracket"]
+    assert passing == cal["value"] < failing <= passing * 1.002
+    assert record["upper"] <= 0.5
+    assert record["mechanisms"][0]["parameters"]["local_epsilon"] == cal["value"]
+    assert "local_epsilon=" in proc.stderr  # progress per probe
+
+
+def test_calibrate_rounds_statement(capsys):
+    assert main(["calibrate", "rounds", *KHH21, "--target-epsilon", "0.2", "--delta", "1e-6", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Calibrated num_rounds = 2: certified epsilon ") and "num_rounds = 3 does not" in out
+    assert "total rounds composed: 2" in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["epsilon", "--help"], ["delta", "--help"], ["calibrate", "--help"]])
+def test_help_has_examples(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples" in out and "binary-rr" in out
