@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference as ref
+import pldshuffle as ps
 from pldshuffle.mechanisms import ShuffledKRR
 from scipy import stats
 
@@ -329,3 +330,17 @@ def test_build_time(n, adversary, seconds):
     start = time.perf_counter()
     mechanism.pair_family()
     assert time.perf_counter() - start < seconds
+
+
+@pytest.mark.parametrize(
+    "rounds, at_1e4, at_1e7",
+    [(4, 1.17464, 1.77510), (16, 2.58666, 3.72249)],
+)
+def test_khh21_figure_values_composed(rounds, at_1e4, at_1e7):
+    # KHH21's stored figure values (anchors.md §2c) for the 2-D strong pair without the atom; theirs are
+    # discretised upper estimates, so they may sit up to ~1e-4 above our certified bracket.
+    acc = ps.FourierAccountant().compose(ShuffledKRR(1000, 4, gamma=0.25, adversary="khh21"), rounds)
+    for delta, published in ((1e-4, at_1e4), (1e-7, at_1e7)):
+        b = acc.get_epsilon_bounds(delta)
+        assert b.lower - 1e-5 <= published <= b.upper + 3e-4 * published
+        assert b.relative_gap <= 1e-3
