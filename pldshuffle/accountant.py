@@ -184,7 +184,7 @@ class FourierAccountant:
         if eps.size == 0 or np.any(~np.isfinite(eps)) or np.any(eps < 0):
             raise ValueError(f"target_epsilon must be finite and >= 0, got {target_epsilon!r}")
         flat = eps.ravel()
-        lower_fn, upper_fn, diag = self._delta_functions(epsilon_hint=float(flat.max()), delta_hint=None)
+        lower_fn, upper_fn, diag = self._delta_functions(epsilon_hint=float(flat.max()), delta_hint=None, queries=flat)
         lower, upper = lower_fn(flat), upper_fn(flat)
         lower = np.minimum(lower, upper)
         shape_out = (lambda a: float(a[0])) if eps.ndim == 0 else (lambda a: a.reshape(eps.shape))
@@ -216,7 +216,9 @@ class FourierAccountant:
         spacing = None
         previous_gap = math.inf
         for _ in range(_MAX_REFINEMENTS + 1):
-            lower_fn, upper_fn, diag = self._delta_functions(epsilon_hint=None, delta_hint=min(deltas), spacing=spacing)
+            lower_fn, upper_fn, diag = self._delta_functions(
+                epsilon_hint=None, delta_hint=min(deltas), spacing=spacing, queries=np.asarray(deltas)
+            )
             results = []
             for delta in deltas:
                 eps_upper = _invert(upper_fn, delta, upper=True)
@@ -241,12 +243,19 @@ class FourierAccountant:
         return self.get_epsilon_bounds(target_delta).upper
 
     # ------------------------------------------------------------------ machinery
-    def _delta_functions(self, *, epsilon_hint: float | None, delta_hint: float | None, spacing: float | None = None):
-        """Return vectorised ``(lower(ε), upper(ε), diagnostics)`` for the current ledger."""
+    def _delta_functions(
+        self, *, epsilon_hint: float | None, delta_hint: float | None, spacing: float | None = None, queries=None
+    ):
+        """Return vectorised ``(lower(ε), upper(ε), diagnostics)`` for the current ledger.
+
+        ``queries`` (the requested ε's, or δ's when ``delta_hint`` is given) steer branch and bound.
+        """
         if len(self._ledger) == 1:
             family = self._family(next(iter(self._ledger)))
             if family.cells is not None:
-                return self._branch_and_bound(family, epsilon_hint, delta_hint, spacing)
+                if queries is None:
+                    queries = np.array([epsilon_hint if delta_hint is None else delta_hint])
+                return self._branch_and_bound(family, epsilon_hint, delta_hint, spacing, np.atleast_1d(queries))
         if self.rounds == 1:
             family = self._family(next(iter(self._ledger)))
             lower_eval, upper_eval = _exact_evaluator(family.lower), _exact_evaluator(family.upper)
@@ -257,16 +266,21 @@ class FourierAccountant:
             )
         return self._fft_functions(epsilon_hint, delta_hint, spacing)
 
-    def _branch_and_bound(self, family: PairFamily, epsilon_hint: float | None, delta_hint: float | None, spacing: float | None):
+    def _branch_and_bound(
+        self, family: PairFamily, epsilon_hint: float | None, delta_hint: float | None, spacing: float | None, queries
+    ):
         """Bracket the worst case over a family given by a refinable cover of its datasets.
 
         Every cell is accounted on its own (its dominating pair for the upper bound, one of its datasets
         for the lower bound), so at every step ``max_cells upper`` and ``max_cells lower`` are strict.
-        The cell with the largest upper ε (or δ) is split until that cell is a single dataset or its
-        upper is within half the gap target of the best lower.
+        At each query point (an ε for δ-queries, a δ for ε-queries) a cell's upper value is compared with
+        the best lower value over all cells; the cell with the largest relative excess is split, until no
+        cell exceeds half the gap target (ten times that for δ values) or the excess sits in one dataset.
         """
         count = self.rounds
         tolerance = (self.relative_gap_target or _relative_target(count)) / 2.0
+        if delta_hint is None:
+            tolerance *= 10.0  # δ varies ~10x faster than ε around the targets
         options = dict(
             value_discretization_interval=spacing or self.value_discretization_interval,
             tail_mass=self.tail_mass,
@@ -275,30 +289,38 @@ class FourierAccountant:
             relative_gap_target=self.relative_gap_target,
         )
 
-        def evaluate(cell: Cell) -> tuple[Any, Any, float, float]:
+        def evaluate(cell: Cell):
             sub = FourierAccountant(**options)
             sub._ledger = {_CellMechanism(cell): count}
             lower_fn, upper_fn, diag = sub._delta_functions(epsilon_hint=epsilon_hint, delta_hint=delta_hint)
             if delta_hint is not None:
-                scores = (_invert(upper_fn, delta_hint, upper=True), _invert(lower_fn, delta_hint, upper=False))
+                ups = np.array([_invert(upper_fn, d, upper=True) for d in queries])
+                lows = np.array([_invert(lower_fn, d, upper=False) for d in queries])
             else:
-                point = np.array([epsilon_hint])
-                scores = (float(upper_fn(point)[0]), float(lower_fn(point)[0]))
+                ups, lows = upper_fn(queries), lower_fn(queries)
             evaluated.append(diag)
-            return lower_fn, upper_fn, scores[0], scores[1]
+            return lower_fn, upper_fn, ups, lows
+
+        floor = 1e-12 if delta_hint is not None else 1e-15  # below this an excess is immaterial
+
+        def excess(values, best_lower) -> float:
+            gap = values[2] - (1.0 + tolerance) * best_lower - floor
+            return float(np.max(gap / np.maximum(best_lower, floor)))
 
         evaluated: list[dict[str, Any]] = []
         active = [(cell, evaluate(cell)) for cell in family.cells]
+        final: set[int] = set()  # ids of cells that cannot be split (single datasets)
         for _ in range(_MAX_CELLS):
-            best_lower = max(v[3] for _, v in active)
-            index = max(range(len(active)), key=lambda i: active[i][1][2])
-            cell, values = active[index]
-            if values[2] <= best_lower * (1.0 + tolerance):
+            best_lower = np.max([v[3] for _, v in active], axis=0)
+            scores = [-math.inf if id(c) in final else excess(v, best_lower) for c, v in active]
+            index = int(np.argmax(scores))
+            if scores[index] <= 0.0:
                 break
-            children = cell.split()
-            if not children:
-                break
-            active[index : index + 1] = [(child, evaluate(child)) for child in children]
+            children = active[index][0].split()
+            if children:
+                active[index : index + 1] = [(child, evaluate(child)) for child in children]
+            else:
+                final.add(id(active[index][0]))
         lowers = [v[0] for _, v in active]
         uppers = [v[1] for _, v in active]
         diag = dict(evaluated[0])
