@@ -89,6 +89,45 @@ def spawn(case: dict, timeout: float) -> dict:
     return json.loads(lines[-1])
 
 
+def _cases(quick: bool, reductions: list[str], delta: float) -> list[dict]:
+    grid = QUICK if quick else FULL
+    return [
+        {"reduction": red, "n": n, "eps0": e0, "rounds": r, "delta": delta}
+        for red in reductions
+        for n in grid["n"]
+        for e0 in grid["eps0"]
+        for r in grid["rounds"]
+    ]
+
+
+def _common_row(result: dict) -> dict:
+    """A case result in the schema of :mod:`benchmarks._common` (for ``python -m benchmarks all``)."""
+    from benchmarks._common import make_row
+
+    params = {k: result[k] for k in ("reduction", "n", "eps0", "rounds", "delta")}
+    ok = result.get("status") == "ok"
+    extra = {k: v for k, v in result.items() if k not in params and k not in ("eps_lower", "eps_upper", "time_s")}
+    return make_row(
+        f"clones_{result['reduction']}",
+        "pldshuffle",
+        params,
+        value=result.get("eps_upper") if ok else None,
+        lower=result.get("eps_lower"),
+        upper=result.get("eps_upper"),
+        seconds=result.get("time_s"),
+        peak_memory_mb=result.get("peak_rss_mib") * 1.048576 if result.get("peak_rss_mib") else None,
+        notes=result.get("message", ""),
+        status="ok" if ok else ("skipped" if result.get("status") == "refused" else "error"),
+        extra=extra,
+    )
+
+
+def run(quick: bool = False, *, reductions: tuple[str, ...] = ("fmt20", "fmt23"), delta: float = 1e-6, timeout: float = 600.0) -> dict:
+    """Entry point for ``python -m benchmarks all``: every case in its own process, rows in the common schema."""
+    results = [spawn(case, timeout) for case in _cases(quick, list(reductions), delta)]
+    return {"rows": [_common_row(r) for r in results], "comparisons": [], "meta": {"suite": "clones", "quick": quick}}
+
+
 def fmt_row(r: dict) -> str:
     head = f"{r['reduction']:>6} {r['n']:>9.0e} {r['eps0']:>4g} {r['rounds']:>4d}"
     if r.get("status") != "ok":
@@ -113,14 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_case(json.loads(args._case))), flush=True)
         return 0
 
-    grid = QUICK if args.quick else FULL
-    cases = [
-        {"reduction": red, "n": n, "eps0": e0, "rounds": r, "delta": args.delta}
-        for red in args.reductions
-        for n in grid["n"]
-        for e0 in grid["eps0"]
-        for r in grid["rounds"]
-    ]
+    cases = _cases(args.quick, args.reductions, args.delta)
     header = (
         f"{'red':>6} {'n':>9} {'eps0':>4} {'rnds':>4} {'eps_lower':>13} {'eps_upper':>13} {'rel_width':>9} "
         f"{'wall_s':>8} {'cpu_s':>8} {'peak_MiB':>8} {'support':>12} {'eval':>8}"
