@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import check_delta, check_int, check_positive_finite, check_probability, check_real
+from ._validation import check_delta, check_int, check_positive_finite, check_probability
 from .composition import CHERNOFF_LAMBDAS, Component, ComposedGrid, choose_window, compose_components, tail_bounds
 from .fft import get_backend
-from .grid import ROUNDING_SCALES, DiscretizedDirection, discretize, envelope
+from .grid import ROUNDING_SCALES, DiscretizedDirection, envelope
 from .mechanisms.base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 from .pld import MASS_RTOL, PairStack, PrivacyLossPair
 from .results import DeltaBounds, EpsilonBounds

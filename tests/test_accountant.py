@@ -1,7 +1,6 @@
 """The Fourier accountant against the independent exact reference (tests/reference.py: no FFT, no grid)."""
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
