@@ -396,7 +396,7 @@ class FourierAccountant:
                 per_member = [per_member[i] for i in chosen] + merged
             options.append(per_member)
         upper_parts = []
-        for combo in _combinations(options, limit=_MAX_EXACT_MEMBERS):
+        for combo in _combinations(options, _MAX_EXACT_MEMBERS, may_truncate=False):
             for direction in directions:
                 chosen = [member[min(direction, len(member) - 1)] for member in combo]
                 comps = [Component(start, masses, n) for (start, masses, _), (_, n, _, _) in zip(chosen, entries)]
@@ -405,7 +405,7 @@ class FourierAccountant:
 
         # Lower: every combination of representatives, per direction.
         lower_parts = []
-        combos = _combinations([lows for _, _, _, lows in entries], limit=_MAX_EXACT_MEMBERS)
+        combos = _combinations([lows for _, _, _, lows in entries], _MAX_EXACT_MEMBERS, may_truncate=True)
         for combo in combos:
             for direction in directions:
                 dirs = [(d[min(direction, len(d) - 1)], n) for d, (_, n, _, _) in zip(combo, entries)]
@@ -518,10 +518,16 @@ def _representative_indices(pairs: tuple[PrivacyLossPair, ...], limit: int = _RE
     return chosen[:limit]
 
 
-def _combinations(lists: list[list[Any]], limit: int = 27) -> list[tuple[Any, ...]]:
-    """Cartesian product of lower representatives, reduced to the first member of each if too large."""
+def _combinations(lists: list[list[Any]], limit: int, *, may_truncate: bool) -> list[tuple[Any, ...]]:
+    """Cartesian product of the options of each ledger entry.
+
+    Above ``limit`` combinations a lower bound may keep only the first option of each entry (a subset of
+    realisable pairs is still a lower bound); an upper bound must never drop an option, so it refuses.
+    """
     total = math.prod(len(x) for x in lists)
     if total > limit:
+        if not may_truncate:
+            raise RuntimeError(f"internal: {total} upper-bound combinations exceed {limit}; members must be merged first")
         lists = [x[:1] for x in lists]
     combos: list[tuple[Any, ...]] = [()]
     for options in lists:

@@ -52,25 +52,6 @@ class DiscretizedDirection:
     rounding_mgf: NDArray[np.float64]
     rounding_mean: float
 
-    def upper_log_mgf(self, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``log Σ_j upper_j e^{λ z_j}`` for each λ (finite part only)."""
-        return _grid_log_mgf(self.upper_start, self.upper, self.spacing, lambdas)
-
-    def lower_log_mgf(self, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``log Σ_j lower_j e^{λ z_j}`` for each λ."""
-        return _grid_log_mgf(self.lower_start, self.lower, self.spacing, lambdas)
-
-
-def _grid_log_mgf(start: int, masses: NDArray[np.float64], spacing: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
-    nz = np.flatnonzero(masses)
-    if nz.size == 0:
-        return np.full(np.shape(lambdas), -np.inf)
-    z = (start + nz) * spacing
-    logm = np.log(masses[nz])
-    expo = logm[None, :] + np.outer(lambdas, z)
-    top = expo.max(axis=1)
-    return top + np.log(np.exp(expo - top[:, None]).sum(axis=1))
-
 
 def discretize(
     losses: NDArray[np.float64],

@@ -110,14 +110,6 @@ class LossDistribution:
         """Number of distinct finite losses."""
         return int(self.losses.size)
 
-    def mirrored(self) -> LossDistribution:
-        """The PLD of the reverse direction ``Q/P`` when this is ``P/Q`` of a pair with no truncation.
-
-        Uses ``ω_{Q/P}(-s) = e^{-s} ω_{P/Q}(s)``; mass of ``Q`` on ``{P = 0}`` is not representable in
-        ``ω_{P/Q}``, so this is only valid when ``supp Q ⊆ supp P`` -- callers state that.
-        """
-        return LossDistribution(-self.losses[::-1], (self.masses * np.exp(-self.losses))[::-1])
-
     def discretize(self, spacing: float) -> DiscretizedDirection:
         """Upper (connect-the-dots) and lower (round-down) grid PLDs on ``z_j = j·spacing``; O(N)."""
         return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing)
