@@ -28,7 +28,10 @@ def check_real(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise ``TypeError`` if it is not a real number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be representable as a float (|x| < 1.8e308), got an integer of {len(str(value))} digits") from None
 
 
 def check_int(name: str, value: object, minimum: int = 1, maximum: int | None = None) -> int:

@@ -1,23 +1,32 @@
-"""FFT composition of grid PLDs with every error term booked (core spec §4.2-4.5).
+"""FFT composition of lattice measures with every error term certified, in a tilted frame.
 
-A composition is a product of *components* ``(start, masses, count)`` living on one lattice
-``z_j = j·dx``.  The product of their spectra on a circular window ``[lo, lo + m)·dx`` is inverted once.
+A composition is a product of *factors* ``(start, masses, count)`` on one lattice ``z_j = j·Δ``.  It is
+*realised* for one tilt ``θ ≥ 0``: each factor's masses ``a(z)`` are replaced by the normalised tilted
+measure ``a(z)e^{θz}/M(θ)`` (``M(θ) = Σ a(z)e^{θz}``), the tilted factors are convolved by one FFT, and the
+result is mapped back with ``Π M_k(θ)^{n_k} · e^{-θz}``.  Convolution commutes with tilting, so this is
+an identity; what it changes is the floating-point error: the FFT's *absolute* error ``E`` in the tilted
+frame becomes ``E·Π M_k(θ)^{n_k} e^{-θz}`` at loss ``z``, which is *relative* to the Chernoff bound of the
+tail at the saddle point of ``θ``.  ``θ = 0`` is the plain composition.
 
-Error terms, all rigorous:
+Error terms of a realisation on the circular window ``[lo, hi)`` (documented in
+``docs/mathematics.md#error-terms``):
 
-* **Wrap-around** (§4.3): circular convolution folds the mass of the true sum ``S`` outside the window
-  back into it.  Folded mass from ``S ≥ hi`` is *missing* above, so the upper bound adds
-  ``P[S ≥ hi]``; folded mass from ``S < lo`` lands high, so the lower bound subtracts ``P[S < lo]``.
-  Both are Chernoff bounds ``e^{∓λ·h} Π M_k(±λ)^{n_k}`` minimised over a grid of λ, with moment
-  generating functions bounded from above by blocking the support (each block's mass at its worst end).
-* **Floating point** (§4.5): the FFT has a 2-norm relative error of at most ``log2(m)·η``
-  (Higham, *Accuracy and Stability*, Thm 24.2, η ≤ 8u).  A first-order perturbation of the power
-  gives ``Σ_l |Δb_l| ≤ Σ_k n_k log2(m) η √m ‖a_k‖₂ + √m log2(m) η ‖b‖₂ + 4uK‖ĉ‖₂``; this is added to
-  upper and subtracted from lower bounds.
+* **Floating point.**  Pointwise ``|computed - exact| ≤ E`` in the tilted frame, where ``E`` combines the
+  forward FFT bound ``log2(m)·η·√m·‖a_k‖₂`` (Higham, *Accuracy and Stability*, Thm 24.2, ``η = 8u``)
+  propagated through the spectral powers with the exact telescoping inequality
+  ``|x^n - y^n| ≤ n r^{n-1}|x - y|`` (``|x|, |y| ≤ r``), the rounding of the powers, and the inverse FFT.
+* **Wrap-around.**  Tilted mass outside the window folds into it (``P̃[S ≥ hi] + P̃[S < lo]``, Chernoff
+  bounds); it only *adds* mass, so the upper bound keeps it, and the lower bound subtracts its untilted
+  image, at most ``Π M_k^{n_k} e^{-θε}`` times the folded tilted mass for the weights above ``ε``.
+  Untilted mass at or above ``hi`` is missing from the window: the upper bound adds a Chernoff bound of
+  ``P[S ≥ hi]`` as if it sat at ``+∞``.  Mass below ``lo`` only matters for ``ε < lo``, so a realisation
+  answers upper bounds for ``ε ≥ lo`` only.
+* **Relative rounding** of the input masses, the tilt and the profile recursion: a relative slack.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,154 +35,149 @@ from numpy.typing import NDArray
 from ._kernels import hockey_stick_profile
 from .fft import FFTBackend
 
-__all__ = [
-    "CHERNOFF_LAMBDAS",
-    "ComposedGrid",
-    "Component",
-    "choose_window",
-    "compose_components",
-    "log_mgf_bound",
-    "tail_bounds",
-]
+__all__ = ["CHERNOFF_LAMBDAS", "Factor", "Realization", "composed_log_mgf", "log_mgf", "realize", "window"]
 
 _U = np.finfo(np.float64).eps / 2.0
 _ETA = 8.0 * _U
-#: λ values for Chernoff bounds on the loss sum (loss scales are O(0.01..10)).
+#: λ values for Chernoff bounds on the loss sum (loss scales are O(0.001..10)).
 CHERNOFF_LAMBDAS = np.geomspace(1e-3, 3e3, 160)
 _MGF_BLOCKS = 4096
 
 
 @dataclass(frozen=True, eq=False)
-class Component:
-    """``count`` independent copies of a grid PLD with masses at ``(start + i)·dx``."""
+class Factor:
+    """``count`` independent copies of a non-negative lattice measure with masses at ``(start + i)·Δ``."""
 
     start: int
     masses: NDArray[np.float64]
     count: int
 
+    @property
+    def empty(self) -> bool:
+        return not bool(np.any(self.masses > 0))
 
-def log_mgf_bound(component: Component, spacing: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Upper bound on ``log Σ_i masses_i e^{λ z_i}`` for each λ (positive or negative).
 
-    The support is cut into at most 4096 blocks and each block's mass is placed at the end of the block
-    that maximises ``e^{λ z}``, so the result is a valid upper bound at O(blocks × len(lambdas)) cost.
-    """
-    masses = component.masses
-    nz = np.flatnonzero(masses)
-    if nz.size == 0:
-        return np.full(np.shape(lambdas), -np.inf)
-    first, last = nz[0], nz[-1] + 1
+def _blocks(factor: Factor, spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """At most 4096 blocks of the support: ``(log block mass, low end, high end)``."""
+    masses = factor.masses
+    nz = np.flatnonzero(masses > 0)
+    first, last = int(nz[0]), int(nz[-1]) + 1
     masses = masses[first:last]
     block = max(1, -(-masses.size // _MGF_BLOCKS))
     pad = (-masses.size) % block
     sums = np.concatenate([masses, np.zeros(pad)]).reshape(-1, block).sum(axis=1)
-    low = (component.start + first + block * np.arange(sums.size)) * spacing
-    high = low + (block - 1) * spacing
+    low = (factor.start + first + block * np.arange(sums.size)) * spacing
     keep = sums > 0
-    logm, low, high = np.log(sums[keep]), low[keep], high[keep]
+    return np.log(sums[keep]), low[keep], low[keep] + (block - 1) * spacing
+
+
+def log_mgf(factor: Factor, spacing: float, lambdas: NDArray[np.float64], *, exact: bool = False) -> NDArray[np.float64]:
+    """``log Σ_i a_i e^{λ z_i}`` for each λ (any sign): exact (O(N·L)) or a blocked upper bound (O(4096·L)).
+
+    The blocked bound puts each block's mass at the end of the block that maximises ``e^{λz}``.
+    """
     lam = np.asarray(lambdas, dtype=np.float64)[:, None]
-    expo = logm[None, :] + np.where(lam > 0, lam * high[None, :], lam * low[None, :])
+    if exact:
+        nz = np.flatnonzero(factor.masses > 0)
+        logm, z = np.log(factor.masses[nz]), (factor.start + nz) * spacing
+        expo = logm[None, :] + lam * z[None, :]
+    else:
+        logm, low, high = _blocks(factor, spacing)
+        expo = logm[None, :] + np.where(lam > 0, lam * high[None, :], lam * low[None, :])
     top = expo.max(axis=1)
     return top + np.log(np.exp(expo - top[:, None]).sum(axis=1))
 
 
-def tail_bounds(components: list[Component], spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Summed log-MGFs ``(K(λ), K(-λ))`` over ``CHERNOFF_LAMBDAS`` for the composed sum."""
-    plus = sum(c.count * log_mgf_bound(c, spacing, CHERNOFF_LAMBDAS) for c in components)
-    minus = sum(c.count * log_mgf_bound(c, spacing, -CHERNOFF_LAMBDAS) for c in components)
-    return np.asarray(plus), np.asarray(minus)
+def composed_log_mgf(factors: list[Factor], spacing: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.sum([f.count * log_mgf(f, spacing, lambdas) for f in factors], axis=0)
 
 
-def _chernoff_upper_tail(log_mgf_plus: NDArray[np.float64], threshold: float) -> float:
-    """Bound on ``P[S >= threshold]``."""
-    return float(min(1.0, np.exp(np.min(log_mgf_plus - CHERNOFF_LAMBDAS * threshold))))
+def window(factors: list[Factor], spacing: float, theta: float, tolerance: float) -> tuple[float, float]:
+    """Smallest ``[lo, hi]`` whose tilted Chernoff tails ``P̃[S ≥ hi]``, ``P̃[S < lo]`` are ≤ ``tolerance``.
 
-
-def _chernoff_lower_tail(log_mgf_minus: NDArray[np.float64], threshold: float) -> float:
-    """Bound on ``P[S < threshold]``."""
-    return float(min(1.0, np.exp(np.min(log_mgf_minus + CHERNOFF_LAMBDAS * threshold))))
+    Also never wider than the support of the composition (beyond it both tails are exactly 0).
+    """
+    base = sum(f.count * float(log_mgf(f, spacing, np.array([theta]), exact=True)[0]) for f in factors)
+    plus = composed_log_mgf(factors, spacing, theta + CHERNOFF_LAMBDAS) - base
+    minus = composed_log_mgf(factors, spacing, theta - CHERNOFF_LAMBDAS) - base
+    log_tol = math.log(tolerance)
+    hi = float(np.min((plus - log_tol) / CHERNOFF_LAMBDAS))
+    lo = float(np.max(-(minus - log_tol) / CHERNOFF_LAMBDAS))
+    support_lo = sum(f.count * (f.start + int(np.flatnonzero(f.masses > 0)[0])) for f in factors) * spacing
+    support_hi = sum(f.count * (f.start + int(np.flatnonzero(f.masses > 0)[-1])) for f in factors) * spacing
+    return max(lo, support_lo), min(hi, support_hi + spacing)
 
 
 @dataclass(frozen=True, eq=False)
-class ComposedGrid:
-    """A composed grid PLD on the window ``[lo_index, lo_index + size)`` with its error terms.
+class Realization:
+    """A composition realised on the window ``[lo_index, lo_index + size)`` for the tilt ``theta``.
 
-    ``finite_delta(eps)`` evaluates ``Σ_{z_l > ε} b_l (1 - e^{ε - z_l})`` exactly (O(1) per ε after the
-    O(m) profile pass).  ``wrap_high``/``wrap_low`` bound the mass folded from above/below the window
-    and ``fp_error`` bounds the absolute floating-point error of any such sum.
+    ``masses`` are the untilted composed masses (finite losses; clipped at 0, which both bounds allow
+    since the exact masses are non-negative).  Pointwise, ``|masses_j - exact_j| ≤ fp_error·e^{log_scale
+    - θ z_j}`` plus the folded mass; ``relative_error`` bounds the relative rounding of the masses.
     """
 
     spacing: float
+    theta: float
     lo_index: int
     size: int
     masses: NDArray[np.float64]
-    wrap_high: float
-    wrap_low: float
-    fp_error: float
+    log_scale: float  # Σ n_k log M_k(θ)
+    valid_from: float  # upper values hold for ε ≥ valid_from (mass below the window is missing)
+    fp_error: float  # pointwise, tilted frame
+    folded_tilted: float  # P̃[S ≥ hi] + P̃[S < lo] (bounds), tilted frame
+    top_mass: float  # bound on untilted P[S ≥ hi]
+    relative_error: float
     _profile: NDArray[np.float64]
     _suffix: NDArray[np.float64]
 
+    @property
+    def lo(self) -> float:
+        return self.lo_index * self.spacing
+
     def finite_delta(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``Σ_{z_l > ε} b_l (1 - e^{ε - z_l})`` on the computed grid (no error terms)."""
+        """``Σ_{z_l > ε} b_l (1 - e^{ε - z_l})`` over the stored masses (no error terms); O(1) per ε."""
         eps = np.asarray(epsilon, dtype=np.float64)
-        k = np.floor(eps / self.spacing).astype(np.int64) + 1 - self.lo_index
-        k = np.clip(k, 0, self.size)
+        k = np.clip(np.floor(eps / self.spacing).astype(np.int64) + 1 - self.lo_index, 0, self.size)
         gap = np.minimum(eps - (self.lo_index + k) * self.spacing, 0.0)
-        scale = np.exp(gap)
-        return self._suffix[k] * (-np.expm1(gap)) + scale * self._profile[k]
+        return self._suffix[k] * (-np.expm1(gap)) + np.exp(gap) * self._profile[k]
+
+    def folded_delta(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Bound on the untilted image of the folded tilted mass, weighted above ε: ≤ P̃_fold·e^{log_scale-θε}."""
+        eps = np.asarray(epsilon, dtype=np.float64)
+        if self.folded_tilted == 0.0:
+            return np.zeros(eps.shape)
+        with np.errstate(over="ignore"):
+            return self.folded_tilted * np.exp(self.log_scale - self.theta * eps)
+
+    def error_delta(self, epsilon: NDArray[np.float64], pointwise_tilted: float) -> NDArray[np.float64]:
+        """Bound on ``Σ_{z_j > ε} c·e^{log_scale - θz_j}(1 - e^{ε - z_j})`` for a tilted pointwise error c.
+
+        Geometric series over the lattice points above ε (an upper bound of the window's finite sum).
+        """
+        eps = np.asarray(epsilon, dtype=np.float64)
+        dx, theta = self.spacing, self.theta
+        j0 = np.floor(eps / dx) + 1.0
+        z0 = j0 * dx
+        if theta == 0.0:
+            count = np.maximum(self.lo_index + self.size - np.maximum(j0, self.lo_index), 0.0)
+            return pointwise_tilted * math.exp(self.log_scale) * count
+        # e^{a}[1/g1 - e^{ε-z0}/g2] with a = log_scale - θ z0: the bracket is formed first, so an
+        # overflowing e^{a} gives inf (a useless but valid bound), never inf - inf.
+        g1, g2 = -math.expm1(-theta * dx), -math.expm1(-(theta + 1.0) * dx)
+        bracket = np.maximum(1.0 / g1 - np.exp(eps - z0) / g2, 0.0) + 4.0 * _U / g1
+        with np.errstate(over="ignore"):
+            value = np.exp(self.log_scale - theta * z0) * bracket
+        return pointwise_tilted * value
 
 
-def compose_components(
-    components: list[Component],
-    spacing: float,
-    lo_index: int,
-    size: int,
-    backend: FFTBackend,
-    log_mgfs: tuple[NDArray[np.float64], NDArray[np.float64]],
-) -> ComposedGrid:
-    """Compose the components by one forward FFT each, a spectral product and one inverse FFT.
-
-    O(m log m) per component plus O(m log K) for the powers (repeated squaring).
-    """
-    spectrum = None
-    l2_terms = 0.0
-    total = 0
-    for comp in components:
-        positions = (comp.start + np.arange(comp.masses.size)) % size
-        buffer = np.bincount(positions, weights=comp.masses, minlength=size)
-        spec = backend.rfft(buffer)
-        l2_terms += comp.count * float(np.linalg.norm(comp.masses))
-        total += comp.count
-        power = _power(spec, comp.count)
-        spectrum = power if spectrum is None else spectrum * power
-    assert spectrum is not None
-    raw = backend.irfft(spectrum, size)
-    log2m = np.log2(size)
-    # ‖ĉ‖₂ = √m ‖b‖₂ for the rfft half-spectrum up to a factor √2; use the larger.
-    b_norm = float(np.linalg.norm(raw))
-    fp_error = float(
-        log2m * _ETA * np.sqrt(size) * (l2_terms + b_norm) + 4.0 * _U * total * np.sqrt(2.0 * size) * b_norm
-    )
-    masses = np.maximum(raw, 0.0)
-    # Reorder the circular buffer so that position p holds the representative index in [lo, lo + size).
-    masses = np.roll(masses, -(lo_index % size))
-    profile, suffix = hockey_stick_profile(masses, spacing)
-    plus, minus = log_mgfs
-    return ComposedGrid(
-        spacing=spacing,
-        lo_index=lo_index,
-        size=size,
-        masses=masses,
-        wrap_high=_chernoff_upper_tail(plus, (lo_index + size) * spacing),
-        wrap_low=_chernoff_lower_tail(minus, lo_index * spacing),
-        fp_error=fp_error,
-        _profile=profile,
-        _suffix=suffix,
-    )
+def _forward_error(masses: NDArray[np.float64], size: int) -> float:
+    """Pointwise bound on the forward FFT's error for one input (2-norm bound of Higham Thm 24.2)."""
+    return float(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.dot(masses, masses))) * 1.01)
 
 
 def _power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.complex128]:
-    """``spectrum ** count`` by repeated squaring (relative error ≤ ~2 log2(count) ulps per entry)."""
+    """``spectrum ** count`` by repeated squaring (relative error ≤ 2·log2(count)+2 ulps per entry)."""
     result = None
     base = spectrum
     while count:
@@ -186,12 +190,70 @@ def _power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.complex12
     return result
 
 
-def choose_window(
-    log_mgfs: tuple[NDArray[np.float64], NDArray[np.float64]], tail_tolerance: float
-) -> tuple[float, float]:
-    """Smallest ``[lo, hi]`` whose Chernoff tails ``P[S >= hi]`` and ``P[S < lo]`` are ≤ tail_tolerance."""
-    plus, minus = log_mgfs
-    log_tol = np.log(tail_tolerance)
-    hi = float(np.min((plus - log_tol) / CHERNOFF_LAMBDAS))
-    lo = float(np.max(-(minus - log_tol) / CHERNOFF_LAMBDAS))
-    return lo, hi
+def realize(
+    factors: list[Factor], spacing: float, theta: float, lo_index: int, size: int, backend: FFTBackend
+) -> Realization:
+    """Compose the (non-empty) factors on the circular window ``[lo_index, lo_index + size)`` for tilt θ.
+
+    O(m log m) per factor plus O(m log n_k) for the powers, m = ``size`` (an even FFT-friendly length).
+    """
+    spectrum: NDArray[np.complex128] | None = None
+    bound: NDArray[np.float64] | None = None  # pointwise bound on the true |ĉ_j| (and on the computed one)
+    spread = np.zeros(size // 2 + 1)  # pointwise bound on |computed ĉ_j − exact ĉ_j|
+    log_scale = 0.0
+    total = 0
+    max_abs_z = 0.0
+    for f in factors:
+        log_m = float(log_mgf(f, spacing, np.array([theta]), exact=True)[0])
+        log_scale += f.count * log_m
+        nz = np.flatnonzero(f.masses > 0)
+        z = (f.start + nz) * spacing
+        max_abs_z = max(max_abs_z, float(np.max(np.abs(z))))
+        tilted = np.exp(np.log(f.masses[nz]) + theta * z - log_m)
+        buffer = np.bincount((f.start + nz) % size, weights=tilted, minlength=size)  # absolute index mod m
+        spec = backend.rfft(buffer)
+        err = _forward_error(tilted, size)
+        r = np.minimum(np.abs(spec) + err, 1.0 + 4.0 * _U * size)  # |â| ≤ ‖a‖₁ = 1 (up to rounding)
+        power_r = r ** f.count
+        # |x^n - y^n| ≤ n r^{n-1} |x - y| for |x|, |y| ≤ r; products telescope the same way.
+        own = f.count * err * r ** (f.count - 1)
+        if spectrum is None:
+            spectrum, bound, spread = _power(spec, f.count), power_r, own
+        else:
+            spread = spread * power_r + bound * own
+            spectrum, bound = spectrum * _power(spec, f.count), bound * power_r
+        total += f.count
+    assert spectrum is not None and bound is not None
+    spread = spread + (2.0 * math.log2(total + 1) + 2.0 * len(factors) + 2.0) * _U * bound
+    raw = np.roll(backend.irfft(spectrum, size), -(lo_index % size))  # position p ↦ index lo_index + p
+    # Inverse FFT: ‖δb‖₂ ≤ ‖δĉ‖₂/√m + log2(m)·η·‖b‖₂; the full spectrum has twice the half's energy.
+    spectral = math.sqrt(2.0 * float(np.dot(spread, spread))) / math.sqrt(size)
+    b_norm = math.sqrt(float(np.dot(raw, raw)))
+    fp_error = 1.01 * (spectral + math.log2(size) * _ETA * (b_norm + spectral))
+    z = (lo_index + np.arange(size)) * spacing
+    # Untilt in log space; exponents are capped (only far below ε ≥ 0 can they be large, where a smaller
+    # stored mass leaves the upper bound untouched and only lowers the lower bound).
+    with np.errstate(divide="ignore"):
+        exponent = np.minimum(np.log(np.maximum(raw, 0.0)) + log_scale - theta * z, 700.0)
+    masses = np.exp(exponent)
+    profile, suffix = hockey_stick_profile(masses, spacing)
+    # Relative slack: input masses (booked by the caller), the exponent of the untilt, the profile recursion.
+    relative = 16.0 * _U * (abs(log_scale) + theta * max_abs_z * total + total + size)
+    hi = (lo_index + size) * spacing
+    lambdas = CHERNOFF_LAMBDAS
+    plus = composed_log_mgf(factors, spacing, theta + lambdas) - log_scale
+    minus = composed_log_mgf(factors, spacing, theta - lambdas) - log_scale
+    support_lo = sum(f.count * (f.start + int(np.flatnonzero(f.masses > 0)[0])) for f in factors) * spacing
+    support_hi = sum(f.count * (f.start + int(np.flatnonzero(f.masses > 0)[-1])) for f in factors) * spacing
+    # Beyond the support the tails are exactly 0 (indices are exact integers; Δ-multiples compared with margin).
+    covers_top = support_hi < hi - 0.5 * spacing
+    covers_bottom = support_lo > lo_index * spacing - 0.5 * spacing
+    above = 0.0 if covers_top else float(min(1.0, np.exp(np.min(plus - lambdas * hi))))
+    below = 0.0 if covers_bottom else float(min(1.0, np.exp(np.min(minus + lambdas * (lo_index * spacing)))))
+    # Untilted P[S ≥ hi] ≤ e^{log_scale - θ hi} P̃-Chernoff, or directly with λ = 0 in the untilted frame.
+    untilted = composed_log_mgf(factors, spacing, lambdas) - lambdas * hi
+    top = 0.0 if covers_top else float(min(1.0, np.exp(min(float(np.min(untilted)), float(np.min(plus - lambdas * hi)) + log_scale - theta * hi))))
+    valid_from = -math.inf if covers_bottom else lo_index * spacing
+    return Realization(
+        spacing, theta, lo_index, size, masses, log_scale, valid_from, fp_error, above + below, top, relative, profile, suffix
+    )

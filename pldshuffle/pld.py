@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import check_probability
 from .grid import DiscretizedDirection, discretize
 
-__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PairStack", "PrivacyLossPair"]
+__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair"]
 
 #: Assumed relative accuracy of each probability mass (pmf evaluations are ~1e-15; 1e-10 is a wide margin).
 MASS_RTOL = 1e-10
@@ -75,7 +75,7 @@ class LossDistribution:
     infinity_mass: float = 0.0
     truncated_mass: float = 0.0
     _suffix_mass: NDArray[np.float64] = field(init=False, repr=False)
-    _suffix_tilted: NDArray[np.float64] = field(init=False, repr=False)
+    _log_suffix_tilted: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         losses = np.asarray(self.losses, dtype=np.float64).ravel()
@@ -95,10 +95,13 @@ class LossDistribution:
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "masses", masses)
         # Suffix sums A_j = sum_{i>=j} m_i and B_j = sum_{i>=j} m_i e^{-s_i} (with a trailing 0) give
-        # H(eps) = inf + A_j - e^eps B_j for the first j with s_j > eps, in O(log N) per query.
-        tilted = masses * np.exp(-losses)
+        # H(eps) = inf + A_j - e^eps B_j for the first j with s_j > eps, in O(log N) per query.  B is kept
+        # as log B (log-sum-exp): e^{-s} over- or underflows for |s| > 709, e^{eps} B_j never exceeds A_j.
+        with np.errstate(divide="ignore"):
+            log_tilted = np.log(masses) - losses
+        log_suffix = np.logaddexp.accumulate(log_tilted[::-1])[::-1] if masses.size else log_tilted
         object.__setattr__(self, "_suffix_mass", np.concatenate([np.cumsum(masses[::-1])[::-1], [0.0]]))
-        object.__setattr__(self, "_suffix_tilted", np.concatenate([np.cumsum(tilted[::-1])[::-1], [0.0]]))
+        object.__setattr__(self, "_log_suffix_tilted", np.concatenate([log_suffix, [-np.inf]]))
 
     @property
     def finite_mass(self) -> float:
@@ -121,15 +124,15 @@ class LossDistribution:
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         j = np.searchsorted(self.losses, eps, side="right")
-        with np.errstate(over="ignore", invalid="ignore"):  # e^ε = inf only multiplies an empty suffix (0)
-            tilted = np.where(self._suffix_tilted[j] > 0, np.exp(eps) * self._suffix_tilted[j], 0.0)
+        tilted = np.exp(eps + self._log_suffix_tilted[j])  # ≤ A_j: no overflow
         finite = np.maximum(self._suffix_mass[j] - tilted, 0.0)
-        # Slack covers rounding of the sums and of the losses themselves (points within LOSS_ATOL of ε count).
+        # Slack covers rounding of the sums (accumulated over the support) and of the losses themselves
+        # (points within LOSS_ATOL of ε count).
         near = self._suffix_mass[np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")]
-        slack = SUM_RTOL * near * (1.0 + np.abs(eps))
+        slack = (SUM_RTOL + 4.0 * np.finfo(np.float64).eps * self.losses.size) * near * (1.0 + np.abs(eps))
         upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
-        lower = np.maximum((finite + self.infinity_mass) * (1.0 - MASS_RTOL) - slack, 0.0)
-        return np.minimum(lower, 1.0), np.minimum(upper, 1.0)
+        lower = np.maximum(finite * (1.0 - MASS_RTOL) - slack, 0.0) + self.infinity_mass * (1.0 - MASS_RTOL)
+        return lower, np.minimum(upper, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,40 +224,3 @@ def _direction(num: NDArray[np.float64], den: NDArray[np.float64]) -> LossDistri
     infinity = float(num[(num > 0) & (den == 0)].sum())
     deficit = max(0.0, 1.0 - float(num.sum()))
     return LossDistribution(losses, num[both], infinity_mass=min(infinity, 1.0), truncated_mass=min(deficit, 1.0))
-
-
-class PairStack:
-    """Exact single-round ``max_k δ_k(ε)`` over many pairs, vectorised across members.
-
-    Each evaluation sums ``ω(s)(1 - e^{ε-s})_+`` directly over the concatenated supports (positive terms,
-    no suffix-sum cancellation): O(total support) per ε, one NumPy pass instead of a Python loop over
-    members.  Used for the exact worst case of large families (e.g. every dataset of shuffled 2RR).
-    """
-
-    def __init__(self, pairs: tuple[PrivacyLossPair, ...]) -> None:
-        dirs = [d for p in pairs for d in p.directions]
-        ids = np.concatenate([np.full(d.support_size, i) for i, d in enumerate(dirs)])
-        losses = np.concatenate([d.losses for d in dirs])
-        # Sorted globally, so an evaluation at ε touches only the suffix of losses near or above ε.
-        order = np.argsort(losses, kind="stable")
-        self._ids, self._losses = ids[order], losses[order]
-        self._masses = np.concatenate([d.masses for d in dirs])[order]
-        self._infinity = np.array([d.infinity_mass for d in dirs])
-        self._truncated = np.array([d.truncated_mass for d in dirs])
-        self._count = len(dirs)
-
-    def delta_bounds(self, epsilon: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Strict bounds on ``max`` over all members and directions of the single-round δ."""
-        eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
-        lower, upper = np.empty(eps.size), np.empty(eps.size)
-        for i, e in enumerate(eps):
-            start = int(np.searchsorted(self._losses, e - LOSS_ATOL * (1.0 + abs(e)), side="right"))
-            losses, masses, ids = self._losses[start:], self._masses[start:], self._ids[start:]
-            weight = np.maximum(-np.expm1(e - losses), 0.0)
-            finite = np.bincount(ids, weights=masses * weight, minlength=self._count)
-            # Slack covers rounding of the sums and of the losses (every point in the suffix is near or above ε).
-            slack = SUM_RTOL * np.bincount(ids, weights=masses, minlength=self._count) * (1.0 + abs(e))
-            up = (finite + self._infinity + self._truncated) * (1.0 + MASS_RTOL) + slack
-            low = (finite + self._infinity) * (1.0 - MASS_RTOL) - slack
-            lower[i], upper[i] = max(0.0, float(low.max())), float(up.max())
-        return np.minimum(lower, 1.0), np.minimum(upper, 1.0)

@@ -18,6 +18,7 @@ Conventions
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from fractions import Fraction
@@ -484,3 +485,58 @@ def epsilon_exact(pair: dict, delta: float, rounds: int = 1, tol: float = 1e-13)
         else:
             lo = mid
     return hi
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. ledgers: worst cases over datasets in both settings, by enumeration (no grid, no FFT)
+# ---------------------------------------------------------------------------------------------
+
+
+def swap(pair: dict) -> dict:
+    """The pair with P and Q exchanged (the other order of the neighbouring datasets)."""
+    return {x: (q, p) for x, (p, q) in pair.items()}
+
+
+def _key(pld: dict) -> tuple:
+    return tuple(sorted((float(r), float(p), float(q)) for r, (p, q) in pld.items()))
+
+
+def _options(members) -> list:
+    """Distinct ratio-merged PLDs of the members in both orders."""
+    seen: dict = {}
+    for pair in members:
+        for candidate in (pair, swap(pair)):
+            pld = merge_by_ratio(candidate)
+            seen.setdefault(_key(pld), pld)
+    return list(seen.values())
+
+
+def delta_ledger(entries, eps) -> float:
+    """Exact worst-case δ(ε) of a ledger, maximised over every choice the adversary has.
+
+    ``entries`` is a list of ``(kind, members, count)``:
+
+    * ``"pair"``: one pair (``members = [pair]``), ``count`` rounds in the ledger's common order;
+    * ``"changing"``: a worst case over datasets whose data may change between rounds: every round picks
+      any member in either order;
+    * ``"same"``: the same dataset in all ``count`` rounds: one member and one order for the block.
+
+    The result is the max over all choices of the tight δ of the product (both global orders).
+    """
+    blocks = []  # per entry: list of alternative lists of per-round PLDs
+    for kind, members, count in entries:
+        if kind == "pair":
+            blocks.append([[merge_by_ratio(members[0])] * count])
+        elif kind == "same":
+            blocks.append([[opt] * count for opt in _options(members)])
+        elif kind == "changing":
+            opts = _options(members)
+            blocks.append([list(seq) for seq in itertools.combinations_with_replacement(opts, count)])
+        else:
+            raise ValueError(kind)
+    best = 0.0
+    for choice in itertools.product(*blocks):
+        plds = [pld for block in choice for pld in block]
+        P, Q = split_pair(composed_pld(plds))
+        best = max(best, float(hockey_stick(P, Q, eps)), float(hockey_stick(Q, P, eps)))
+    return best

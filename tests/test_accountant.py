@@ -110,7 +110,7 @@ def test_width_target_and_diagnostics():
     # dp-accounting at dx=1e-4 brackets this value in [2.6641, 2.6705] (anchors §2b).
     assert b.lower <= 2.6705 and b.upper >= 2.6641
     assert b.relative_gap <= 1e-3
-    for key in ("value_discretization_interval", "grid_size", "fft_backend", "wrap_around_upper", "fft_rounding_error"):
+    for key in ("value_discretization_interval", "grid_size", "fft_backend", "wrap_around", "fft_rounding_error"):
         assert key in b.diagnostics
 
 

@@ -1,0 +1,211 @@
+"""Worst cases over datasets as one dominating lattice pair (``docs/mathematics.md#worst-case``).
+
+A mechanism whose guarantee is a maximum over a family of neighbouring pairs ``{(P_m, Q_m)}`` (e.g. every
+dataset of shuffled binary randomized response) is turned into ONE lattice measure whose privacy profile
+``h(x) = Σ ω(z)(1 - e^{x-z})_+ + ω(∞)`` is ≥ every member's profile, in both orders, at every real ``x``:
+
+* Each member's connect-the-dots discretisation has, at the lattice points, exactly the member's
+  profile, and is linear in ``α = e^x`` between them.
+* The pointwise maximum ``D`` of those profiles is convex in ``α``, so the lattice measure whose profile
+  interpolates ``D`` linearly in ``α`` between lattice points dominates every member (Zhu, Dong & Wang,
+  AISTATS 2022: a dominating pair always exists; construction as in Doroshenko et al., PETS 2022).
+  Its masses come from the inversion ``A_j = (H_{j-1} - e^{-Δ}H_j)/(1 - e^{-Δ})`` (``A_j`` = mass at
+  or above ``z_j``), made non-increasing by raising, then verified a posteriori: the measure is scaled
+  up by the largest ratio ``D_j / h_j`` if rounding left any point below.
+* Profile domination at every ``x`` survives convolution with any non-negative measure, so the
+  envelope composes soundly with anything, for any sequence of datasets ("data may change between
+  rounds").
+
+Large families are covered by *cells* (a range of datasets with one proven dominating pair); cells
+whose dominating profile exceeds the best realisable member's profile by more than a relative
+tolerance at some lattice point are split (branch and bound).  The lower bound uses *witnesses*: the
+realisable members that attain the lower envelope most often.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._kernels import hockey_stick_profile
+from .certified import CertifiedPLD, LatticeDirection, Term, lower_direction, upper_direction
+from .mechanisms.base import Cell, PairFamily
+from .pld import PrivacyLossPair
+
+__all__ = ["envelope", "family_term"]
+
+_U = np.finfo(np.float64).eps / 2.0
+#: Branch and bound splits a cell while its profile exceeds the realisable envelope by this (relative).
+_CELL_TOLERANCE = 1e-6
+#: Profile values below this are immaterial for the excess test.
+_FLOOR = 1e-30
+_MAX_CELLS = 400
+_WITNESSES = 3
+
+Profile = tuple[int, NDArray[np.float64], float]  # (start index, masses, infinity) of one lattice direction
+
+
+def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float) -> NDArray[np.float64]:
+    """The direction's profile ``h(z_j)`` at ``j = lo .. lo+size`` (``size + 1`` values, infinity included)."""
+    padded = np.zeros(size)
+    a = direction.start - lo
+    padded[a : a + direction.masses.size] = direction.masses
+    profile, _ = hockey_stick_profile(padded, spacing)
+    return profile + direction.infinity
+
+
+class _Lattice:
+    """Profiles of pairs on one common index range, for a fixed spacing."""
+
+    def __init__(self, spacing: float, profile_of: Callable[[PrivacyLossPair], list[LatticeDirection]]) -> None:
+        self.spacing, self.profile_of = spacing, profile_of
+        self._dirs: dict[int, list[LatticeDirection]] = {}
+
+    def directions(self, pair: PrivacyLossPair) -> list[LatticeDirection]:
+        if id(pair) not in self._dirs:
+            self._dirs[id(pair)] = self.profile_of(pair)
+        return self._dirs[id(pair)]
+
+    def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
+        dirs = [d for p in pairs for d in self.directions(p)]
+        lo = min(d.start for d in dirs)
+        return lo, max(d.start + d.masses.size for d in dirs) + 1 - lo
+
+    def profile(self, pair: PrivacyLossPair, lo: int, size: int) -> NDArray[np.float64]:
+        """Max over both orders of the pair's lattice profile on ``[lo, lo + size]``."""
+        return np.max([_profile_on(d, lo, size, self.spacing) for d in self.directions(pair)], axis=0)
+
+
+def envelope(directions: list[LatticeDirection], spacing: float) -> LatticeDirection:
+    """Lattice measure whose profile is ≥ every direction's profile at every real x (module notes).
+
+    Cost O(len(directions) × range/Δ).
+    """
+    lo = min(d.start for d in directions)
+    size = max(d.start + d.masses.size for d in directions) + 1 - lo
+    target = np.max([_profile_on(d, lo, size, spacing) for d in directions], axis=0)
+    total = max(d.finite_mass + d.infinity for d in directions)
+    return _from_profile(target, total, lo, spacing)
+
+
+def _from_profile(target: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:
+    """Invert a convex non-increasing profile sampled at ``z_lo .. z_{lo+size}`` into a dominating measure."""
+    size = target.size - 1
+    infinity = float(target[-1])
+    finite = np.maximum(target - infinity, 0.0)
+    decay = math.exp(-spacing)
+    above = np.empty(size + 1)
+    above[size] = 0.0
+    above[1:size] = (finite[:-2] - decay * finite[1:-1]) / -math.expm1(-spacing)
+    above[0] = max(total - infinity, 0.0)
+    # Mass at or above z_j must not increase with j; raising it only raises the profile.
+    above = np.maximum.accumulate(np.maximum(above, 0.0)[::-1])[::-1]
+    masses = -np.diff(above)
+    # A posteriori check: scale up where rounding left the rebuilt profile below the target.
+    rebuilt, _ = hockey_stick_profile(masses, spacing)
+    material = finite > 0
+    ratio = float(np.max(finite[material] / np.maximum(rebuilt[material], 1e-320))) if np.any(material) else 1.0
+    scale = max(ratio, 1.0) * (1.0 + 8.0 * _U * (size + 8))
+    return LatticeDirection(lo, masses * scale, min(1.0, infinity * (1.0 + 4.0 * _U)))
+
+
+def family_term(
+    family: PairFamily,
+    spacing: float,
+    count: int,
+    *,
+    same_data: bool = False,
+    options: dict | None = None,
+) -> Term:
+    """The certified term of ``count`` rounds of a mechanism given by its pair family.
+
+    ``same_data=False`` (default): per-round envelope, composed ``count`` times (data may change between
+    rounds).  ``same_data=True``: the envelope of the ``count``-fold compositions of the members (valid
+    only if every round sees the same dataset), a term of count 1.
+    """
+    options = options or {}
+    single = len(family.upper) == 1 and family.cells is None
+    if single and (not same_data or count == 1):
+        pair = family.upper[0]
+        up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
+        lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in family.lower[:_WITNESSES])
+        return Term(up, lows, count, (pair,), tuple(family.lower))
+    if same_data and count > 1:
+        lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
+        kept, witnesses = _cover(family, lattice)
+        up = _envelope_of(kept, lattice)
+        # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
+        lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
+        return Term((up,), lows, 1, lower_count=count)
+    lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
+    kept, witnesses = _cover(family, lattice)
+    up = _envelope_of(kept, lattice)
+    lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
+    return Term((up,), lows, count, (), witnesses)
+
+
+def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDirection:
+    return envelope([d for p in pairs for d in lattice.directions(p)], lattice.spacing)
+
+
+def _cover(family: PairFamily, lattice: _Lattice) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...]]:
+    """Dominating pairs covering every member, and up to two realisable witnesses (branch and bound)."""
+    cells = list(family.cells) if family.cells is not None else [
+        Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
+    ]
+    lower_members = list(family.lower) if family.cells is None else []
+    uppers = lambda c: list(c.members) if c.members is not None else [c.upper]  # noqa: E731
+    lowers = lambda c: list(c.members) if c.members is not None else [c.lower]  # noqa: E731
+    lo, size = lattice.range_of([p for c in cells for p in uppers(c)] + lower_members)
+
+    def evaluate(cell: Cell) -> tuple[NDArray[np.float64], list[tuple[PrivacyLossPair, NDArray[np.float64]]]]:
+        up = np.max([lattice.profile(p, lo, size) for p in uppers(cell)], axis=0)
+        return up, [(p, lattice.profile(p, lo, size)) for p in lowers(cell)]
+
+    active = [(c, *evaluate(c)) for c in cells]
+    fixed = [(p, lattice.profile(p, lo, size)) for p in lower_members]
+    final: set[int] = set()
+    for _ in range(_MAX_CELLS):
+        realised = [w for _, _, ws in active for w in ws] + fixed
+        best = np.max([prof for _, prof in realised], axis=0)
+        scores = []
+        for c, up, _ in active:
+            material = up > _FLOOR
+            excess = (up[material] - best[material]) / np.maximum(best[material], _FLOOR)
+            scores.append(-math.inf if id(c) in final or not excess.size else float(excess.max()))
+        index = int(np.argmax(scores))
+        if scores[index] <= _CELL_TOLERANCE:
+            break
+        children = active[index][0].split()
+        if children:
+            active[index : index + 1] = [(child, *evaluate(child)) for child in children]
+        else:
+            final.add(id(active[index][0]))
+    realised = [w for _, _, ws in active for w in ws] + fixed
+    return [p for c, _, _ in active for p in uppers(c)], _witnesses(realised, lo, lattice.spacing)
+
+
+def _witnesses(realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], lo: int, spacing: float) -> tuple[PrivacyLossPair, ...]:
+    """Realisable members for the lower bound, best first: the one attaining the lower envelope at ε = 0
+    (it drives many-round compositions), the one attaining it at the most lattice points where it is
+    material, then the one in the far tail (δ ≈ 1e-12).  All realised members follow (they serve the
+    exact single-round evaluation)."""
+    stack = np.array([prof for _, prof in realised])
+    best = stack.max(axis=0)
+    zero = min(max(-lo, 0), best.size - 1)
+    picks = [int(np.argmax(stack[:, zero]))]
+    material = (best > 1e-16) & (best < 0.5)
+    if np.any(material):
+        picks.append(int(np.argmax(np.bincount(np.argmax(stack[:, material], axis=0), minlength=len(realised)))))
+    tail = np.flatnonzero(best >= 1e-12)
+    picks.append(int(np.argmax(stack[:, int(tail[-1])])) if tail.size else picks[0])
+    order = list(dict.fromkeys(picks + list(range(len(realised)))))
+    return tuple(realised[i][0] for i in order)
+
+
+def _composed_directions(pair: PrivacyLossPair, spacing: float, count: int, options: dict) -> list[LatticeDirection]:
+    """Dominating lattice measures of the ``count``-fold composition of one member, both orders."""
+    return CertifiedPLD.from_pair(pair, spacing, **options).self_compose(count).dominating_measures()

@@ -1,0 +1,176 @@
+"""Random heterogeneous ledgers against the independent exact reference (enumeration, no grid, no FFT).
+
+Every ledger mixes worst cases over datasets (2RR "worst" in both settings), single pairs (kRR strong and
+weak, clones, random asymmetric pairs, the identity, pairs with infinite loss) and counts 1-3.  The
+reference maximises over every choice the adversary has (``reference.delta_ledger``); the accountant's
+bracket must contain it, its answers must agree with each other, and both ends must be monotone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pldshuffle as ps
+import reference as ref
+
+EPS = np.array([0.0, 0.1, 0.43, 1.0, 2.5])
+
+
+def _close_below(lower, exact):
+    return lower <= exact * (1 + 1e-12) + 1e-14
+
+
+def _close_above(upper, exact):
+    return exact <= upper * (1 + 1e-12) + 1e-14
+
+
+@st.composite
+def entries(draw):
+    """One ledger entry: (mechanism, count, same_data, reference entry)."""
+    kind = draw(st.sampled_from(["2rr", "2rr_same", "krr_strong", "krr_weak", "clone", "random", "identity", "infinite"]))
+    count = draw(st.integers(1, 2))
+    if kind in ("2rr", "2rr_same"):
+        n, eps0 = draw(st.integers(3, 5)), draw(st.floats(0.3, 2.5))
+        p = 1.0 / (math.exp(eps0) + 1.0)
+        members = [ref.pair_binary_rr(n, p, m) for m in range(n)]
+        same = kind == "2rr_same"
+        return ps.ShuffledBinaryRR(n, eps0), count, same, ("same" if same else "changing", members, count)
+    if kind in ("krr_strong", "krr_weak"):
+        n, k, gamma = draw(st.integers(3, 4)), 3, draw(st.floats(0.2, 0.9))
+        adversary = kind.split("_")[1]
+        pair = (ref.pair_krr_strong if adversary == "strong" else ref.pair_krr_weak)(n, k, gamma)
+        return ps.ShuffledKRR(n, k, gamma=gamma, adversary=adversary), count, False, ("pair", [pair], count)
+    if kind == "clone":
+        n, eps0 = draw(st.integers(3, 6)), draw(st.floats(0.5, 3.0))
+        pair = ref.pair_clones(n, math.exp(eps0), math.exp(-eps0), "F")
+        return ps.ShuffledLDP(n, eps0, reduction="fmt20"), count, False, ("pair", [pair], count)
+    if kind == "identity":
+        return ps.PairMechanism.from_probability_mass_functions([1.0], [1.0]), count, False, ("pair", [{0: (1.0, 1.0)}], count)
+    size = draw(st.integers(2, 4))
+    weights = st.lists(st.floats(0.05, 1.0), min_size=size, max_size=size)
+    p, q = np.array(draw(weights)), np.array(draw(weights))
+    if kind == "infinite":
+        q[draw(st.integers(0, size - 1))] = 0.0
+    p, q = p / p.sum(), q / q.sum()
+    pair = {i: (float(a), float(b)) for i, (a, b) in enumerate(zip(p, q))}
+    return ps.PairMechanism.from_probability_mass_functions(p, q), count, False, ("pair", [pair], count)
+
+
+def _accountant(ledger):
+    acc = ps.FourierAccountant()
+    for mech, count, same, _ in ledger:
+        acc.compose(mech, count, same_data=same)
+    return acc
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledger=st.lists(entries(), min_size=1, max_size=3).filter(lambda l: sum(e[1] for e in l) <= 4))
+def test_random_mixed_ledgers_bracket_exact(ledger):
+    acc = _accountant(ledger)
+    bounds = acc.get_delta_bounds(EPS)
+    # Rounds of one mechanism marked same_data=True share one dataset, across compose calls too.
+    merged: dict = {}
+    for mech, count, same, (kind, members, _) in ledger:
+        key = (mech, same) if same else object()
+        old = merged.get(key, (kind, members, 0))
+        merged[key] = (kind, members, old[2] + count)
+    reference = list(merged.values())
+    for eps, lo, up in zip(EPS, bounds.lower, bounds.upper):
+        exact = ref.delta_ledger(reference, eps)
+        assert _close_below(lo, exact), (eps, lo, exact)
+        assert _close_above(up, exact), (eps, up, exact)
+    assert np.all(np.diff(bounds.upper) <= 0) and np.all(np.diff(bounds.lower) <= 1e-15)
+    assert np.all((0 <= bounds.lower) & (bounds.lower <= bounds.upper) & (bounds.upper <= 1))
+    for delta in (0.3, 1e-3):
+        eb = acc.get_epsilon_bounds(delta)
+        assert eb.lower <= eb.upper
+        if math.isfinite(eb.upper):  # the same object answers both queries: consistent by construction
+            assert acc.get_delta_bounds(eb.upper).upper <= delta
+
+
+def test_identity_changes_nothing():
+    """Composing the identity pair must leave the worst case of one round unchanged (it was below it)."""
+    exact = ref.delta_ledger([("changing", [ref.pair_binary_rr(100, 1 / (math.exp(4.0) + 1), m) for m in range(100)], 1)], 0.5)
+    identity = ps.PairMechanism.from_probability_mass_functions([1.0], [1.0])
+    b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(100, 4.0)).compose(identity).get_delta_bounds(0.5)
+    assert b.lower <= exact <= b.upper
+    assert b.upper - exact <= 1e-6 * exact  # the upper bound is the exact single-round worst case
+
+
+def test_asymmetric_pair_with_2rr_worst_case():
+    """Both orders of every dataset matter when the ledger holds an asymmetric pair."""
+    rng = np.random.default_rng(7)
+    p, q = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
+    pair = {i: (float(a), float(b)) for i, (a, b) in enumerate(zip(p, q))}
+    members = [ref.pair_binary_rr(5, 1 / (math.exp(2.7) + 1), m) for m in range(5)]
+    acc = ps.FourierAccountant().compose(ps.PairMechanism.from_probability_mass_functions(p, q), 2).compose(ps.ShuffledBinaryRR(5, 2.7))
+    exact = ref.delta_ledger([("pair", [pair], 2), ("changing", members, 1)], 0.43)
+    b = acc.get_delta_bounds(0.43)
+    assert b.lower <= exact <= b.upper
+
+
+@pytest.mark.parametrize("n, eps0, eps", [(30, 2.0, 0.05), (6, 1.0, 0.0), (9, 0.7, 0.2)])
+def test_two_settings_of_the_worst_case(n, eps0, eps):
+    """Default (data may change) is above the same-data worst case; same_data=True brackets the latter."""
+    members = [ref.pair_binary_rr(n, 1 / (math.exp(eps0) + 1), m) for m in range(n)]
+    changing = ref.delta_ledger([("changing", members, 2)], eps)
+    same = ref.delta_ledger([("same", members, 2)], eps)
+    assert same <= changing
+    mech = ps.ShuffledBinaryRR(n, eps0)
+    b = ps.FourierAccountant().compose(mech, 2).get_delta_bounds(eps)
+    assert b.lower <= changing <= b.upper
+    s = ps.FourierAccountant().compose(mech, 2, same_data=True).get_delta_bounds(eps)
+    assert s.lower <= same <= s.upper
+    assert s.upper <= b.upper
+    assert any("same data" in c for c in s.caveats) and b.diagnostics["setting"] == "data may change between rounds"
+
+
+def test_huge_losses_are_not_overflowed():
+    """Losses above log(DBL_MAX) ≈ 709.8: δ(ε) = 0.5(1 - e^{ε - ℓ}) with ℓ = log(0.5/1e-320) ≈ 736.1."""
+    mech = ps.PairMechanism.from_probability_mass_functions([0.5, 0.5], [1e-320, 1 - 1e-320])
+    b = ps.FourierAccountant().compose(mech).get_epsilon_bounds(0.25)
+    loss = math.log(0.5) - math.log(1e-320)
+    exact = loss - math.log(2.0)
+    assert b.lower <= exact <= b.upper
+    assert b.relative_gap <= 1e-4
+
+
+@pytest.mark.parametrize("count", [1, 2, 5, 40])
+def test_infinite_loss_pairs_compose_for_any_count(count):
+    mech = ps.PairMechanism.from_probability_mass_functions([0.5, 0.5], [1.0, 0.0])
+    acc = ps.FourierAccountant().compose(mech, count)
+    infinity = 1 - 0.5**count
+    below = acc.get_epsilon_bounds(infinity * 0.99)
+    assert below.upper == math.inf and below.lower == math.inf
+    b = acc.get_delta_bounds(np.array([0.0, 3.0]))
+    assert np.all(b.lower <= infinity + 1e-15) and np.all(b.upper >= infinity)
+
+
+def test_all_mass_at_infinity():
+    mech = ps.PairMechanism.from_probability_mass_functions([1.0, 0.0], [0.0, 1.0])
+    b = ps.FourierAccountant().compose(mech, 3).get_delta_bounds(1.0)
+    assert b.lower == pytest.approx(1.0, abs=1e-9) and b.upper == 1.0
+
+
+@pytest.mark.parametrize("bad", ["3", b"3", True, np.bool_(True), float("nan"), 1 + 2j, None])
+def test_bad_epsilon_types_are_refused(bad):
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10, 1.0))
+    with pytest.raises((TypeError, ValueError), match="target_epsilon"):
+        acc.get_delta_bounds(bad)
+
+
+@pytest.mark.parametrize("bad", ["0.1", b"0.1", True, float("nan"), 1j, 10**400])
+def test_bad_delta_types_are_refused(bad):
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10, 1.0))
+    with pytest.raises((TypeError, ValueError), match="target_delta"):
+        acc.get_epsilon_bounds(bad)
+
+
+def test_integer_beyond_float_range_refused():
+    with pytest.raises(ValueError, match="local_epsilon"):
+        ps.ShuffledBinaryRR(10, 10**400)
