@@ -144,7 +144,8 @@ def family_term(
     kept, witnesses = _cover(family, lattice)
     up = _envelope_of(kept, lattice)
     lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
-    return Term((up,), lows, count, (), witnesses)
+    # One round is also answered off the lattice: every member is dominated by a kept pair.
+    return Term((up,), lows, count, tuple(kept), witnesses)
 
 
 def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDirection:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import pldshuffle as ps
 from pldshuffle.fft import available_backends
-from reference import delta_exact, delta_heterogeneous, epsilon_exact, pair_binary_rr
+from reference import delta_exact, delta_heterogeneous, delta_ledger, epsilon_exact, pair_binary_rr
 
 EPS = np.array([0.0, 0.05, 0.2, 0.5, 1.0, 2.0])
 # The reference sums floats (math.fsum of positive terms): allow its rounding noise.
@@ -25,15 +25,23 @@ def _exact_2rr(n, eps0, eps, rounds, ms):
     return max(delta_exact(pair_binary_rr(n, p, m), eps, rounds) for m in ms)
 
 
-@pytest.mark.parametrize("rounds", [1, 2, 3, 4])
-@pytest.mark.parametrize("n, eps0", [(6, 1.0), (9, 0.7), (12, 2.0)])
+@pytest.mark.parametrize("n, eps0, rounds", [(6, 1.0, 1), (6, 1.0, 2), (6, 1.0, 3), (9, 0.7, 1), (9, 0.7, 2), (12, 2.0, 1), (12, 2.0, 2)])
 def test_binary_rr_worst_case_brackets_exact_composition(n, eps0, rounds):
-    bounds = ps.FourierAccountant().compose(_rr(n, eps0, "worst"), count=rounds).get_delta_bounds(EPS)
-    for e, lo, up in zip(EPS, bounds.lower, bounds.upper):
-        exact = _exact_2rr(n, eps0, e, rounds, range((n - 1) // 2 + 1))
-        assert lo <= exact + TOL and exact <= up + TOL
-        if exact > 1e-6:  # δ width where δ is material (the ε-gap targets are checked below)
-            assert up - lo <= 2e-2 * exact
+    """Both settings against enumeration: data changing between rounds (default) and the same data."""
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    members = [pair_binary_rr(n, p, m) for m in range(n)]
+    mech = _rr(n, eps0, "worst")
+    changing = ps.FourierAccountant().compose(mech, count=rounds).get_delta_bounds(EPS)
+    same = ps.FourierAccountant().compose(mech, count=rounds, same_data=True).get_delta_bounds(EPS)
+    for i, e in enumerate(EPS):
+        exact_changing = delta_ledger([("changing", members, rounds)], e)
+        exact_same = _exact_2rr(n, eps0, e, rounds, range(n))
+        assert changing.lower[i] <= exact_changing + TOL and exact_changing <= changing.upper[i] + TOL
+        assert same.lower[i] <= exact_same + TOL and exact_same <= same.upper[i] + TOL
+        if exact_same > 1e-6:  # δ width where δ is material; the same-data block is tight
+            assert same.upper[i] - same.lower[i] <= 2e-2 * exact_same
+        if rounds == 1:  # one round: the envelope is the exact worst case
+            assert changing.upper[i] - changing.lower[i] <= 1e-4 * exact_changing + 1e-12
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 4])
