@@ -191,6 +191,8 @@ class FourierAccountant:
         log_m = composed_log_mgf([Factor(s, m, n) for s, m, n in combo], coarse, CHERNOFF_LAMBDAS)
         epsilon = float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS))
         scale = max(epsilon, 0.05)
+        if rounds == 1:  # one round is answered off the lattice; the lattice only carries the envelope
+            return float(np.clip(1e-2 * scale, 1e-6, 1e-2))
         return float(np.clip(target * scale / (4.0 * math.sqrt(rounds)), 1e-7, 1e-2))
 
     # ------------------------------------------------------------------ queries

@@ -42,7 +42,7 @@ _U = np.finfo(np.float64).eps / 2.0
 #: Tilted Chernoff tolerance of every realisation window (folded mass, relative after untilting).
 _TAIL_TOLERANCE = 1e-18
 #: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included).
-_TILT_DELTAS = (1e-5, 1e-10, 1e-15)
+_TILT_DELTAS = (1e-8, 1e-14)
 _SHIFTS = 97
 #: Bytes held per window point by one cached realisation (profile + suffix) and while realising.
 BYTES_PER_POINT = 24
@@ -133,13 +133,30 @@ class _Composite:
         return np.minimum(self.infinity + best, 1.0)
 
     def dominating_measure(self, spacing: float) -> LatticeDirection:
-        """The θ = 0 realisation as a lattice measure dominating the composition (see ``dominating_measures``)."""
+        """One lattice measure dominating the composition (see ``CertifiedPLD.dominating_measures``).
+
+        On the θ = 0 window every point takes the realisation with the smallest round-off bound there
+        (``‖e‖₂·e^{log_scale - θz}`` ≥ the pointwise error, folded mass only adds), plus that bound.
+        """
         if not self.realizations:
             return LatticeDirection(0, np.zeros(1), self.infinity)
-        r = self.realizations[0]
-        masses = r.masses * (1.0 + r.relative_error + self.relative) + r.fp_error * math.exp(r.log_scale)
-        masses[0] += r.folded_tilted * math.exp(r.log_scale)  # bounds the mass below the window (θ = 0)
-        return LatticeDirection(r.lo_index, masses, min(1.0, self.infinity + r.top_mass))
+        base = self.realizations[0]
+        z = (base.lo_index + np.arange(base.size)) * spacing
+        masses = np.zeros(base.size)
+        error = np.full(base.size, np.inf)
+        for r in self.realizations:
+            a = r.lo_index - base.lo_index
+            lo, hi = max(a, 0), min(a + r.size, base.size)
+            if lo >= hi:
+                continue
+            with np.errstate(over="ignore"):
+                bound = r.fp_error * np.exp(r.log_scale - r.theta * z[lo:hi])
+            value = r.masses[lo - a : hi - a] * (1.0 + r.relative_error + self.relative) + bound
+            better = bound < error[lo:hi]
+            masses[lo:hi] = np.where(better, value, masses[lo:hi])
+            error[lo:hi] = np.where(better, bound, error[lo:hi])
+        masses[0] += base.folded_tilted * math.exp(base.log_scale)  # bounds the mass below the window (θ = 0)
+        return LatticeDirection(base.lo_index, masses, min(1.0, self.infinity + base.top_mass))
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         best = np.zeros(eps.shape)
@@ -317,15 +334,11 @@ class CertifiedPLD:
     def dominating_measures(self) -> list[LatticeDirection]:
         """The composed upper measures (one per order) as lattice measures with every error folded in.
 
-        Pointwise FFT error is added to every mass, the mass missing below the window is placed at its
-        lowest point and the mass above it at ``+∞``: each profile dominates the composition's at every x.
-        Realised without tilting (θ = 0).
+        The round-off bound is added to every mass (from the tilt that makes it smallest there), the mass
+        missing below the window is placed at its lowest point and the mass above it at ``+∞``: each
+        profile dominates the composition's at every x.
         """
-        out = []
-        for combo in self._combinations("upper"):
-            composite = self._composite(combo, upper=True, tilts=[0.0])
-            out.append(composite.dominating_measure(self.spacing))
-        return out
+        return [c.dominating_measure(self.spacing) for c in self._composites("upper")]
 
     def _composite(
         self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, tilts: list[float] | None = None

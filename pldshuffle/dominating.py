@@ -39,22 +39,31 @@ __all__ = ["envelope", "family_term"]
 
 _U = np.finfo(np.float64).eps / 2.0
 #: Branch and bound splits a cell while its profile exceeds the realisable envelope by this (relative).
-_CELL_TOLERANCE = 1e-6
+_CELL_TOLERANCE = 1e-3
 #: Profile values below this are immaterial for the excess test.
 _FLOOR = 1e-30
 _MAX_CELLS = 400
+#: Splits for a same-data block (each cell costs a composition of its dominating pair).
+_MAX_BLOCK_CELLS = 24
+#: Lattice points on which branch and bound compares profiles.
+_PROBES = 4097
 _WITNESSES = 3
 
 Profile = tuple[int, NDArray[np.float64], float]  # (start index, masses, infinity) of one lattice direction
 
 
 def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float) -> NDArray[np.float64]:
-    """The direction's profile ``h(z_j)`` at ``j = lo .. lo+size`` (``size + 1`` values, infinity included)."""
-    padded = np.zeros(size)
-    a = direction.start - lo
+    """The direction's profile ``h(z_j)`` at ``j = lo .. lo+size`` (``size + 1`` values, infinity included).
+
+    A direction reaching outside the range is profiled on the union and cropped (values stay exact).
+    """
+    first = min(lo, direction.start)
+    stop = max(lo + size, direction.start + direction.masses.size)
+    padded = np.zeros(stop - first)
+    a = direction.start - first
     padded[a : a + direction.masses.size] = direction.masses
     profile, _ = hockey_stick_profile(padded, spacing)
-    return profile + direction.infinity
+    return profile[lo - first : lo - first + size + 1] + direction.infinity
 
 
 class _Lattice:
@@ -86,7 +95,9 @@ def envelope(directions: list[LatticeDirection], spacing: float) -> LatticeDirec
     """
     lo = min(d.start for d in directions)
     size = max(d.start + d.masses.size for d in directions) + 1 - lo
-    target = np.max([_profile_on(d, lo, size, spacing) for d in directions], axis=0)
+    target = np.zeros(size + 1)
+    for d in directions:  # running maximum: one profile in memory at a time
+        np.maximum(target, _profile_on(d, lo, size, spacing), out=target)
     total = max(d.finite_mass + d.infinity for d in directions)
     return _from_profile(target, total, lo, spacing)
 
@@ -135,7 +146,7 @@ def family_term(
         return Term(up, lows, count, (pair,), tuple(family.lower))
     if same_data and count > 1:
         lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
-        kept, witnesses = _cover(family, lattice)
+        kept, witnesses = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS)
         up = _envelope_of(kept, lattice)
         # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
         lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
@@ -152,7 +163,9 @@ def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDire
     return envelope([d for p in pairs for d in lattice.directions(p)], lattice.spacing)
 
 
-def _cover(family: PairFamily, lattice: _Lattice) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...]]:
+def _cover(
+    family: PairFamily, lattice: _Lattice, *, max_cells: int = _MAX_CELLS
+) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...]]:
     """Dominating pairs covering every member, and up to two realisable witnesses (branch and bound)."""
     cells = list(family.cells) if family.cells is not None else [
         Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
@@ -161,17 +174,22 @@ def _cover(family: PairFamily, lattice: _Lattice) -> tuple[list[PrivacyLossPair]
     uppers = lambda c: list(c.members) if c.members is not None else [c.upper]  # noqa: E731
     lowers = lambda c: list(c.members) if c.members is not None else [c.lower]  # noqa: E731
     lo, size = lattice.range_of([p for c in cells for p in uppers(c)] + lower_members)
+    # Branch and bound decides on a subgrid of lattice points (decisions only affect tightness: the
+    # final envelope is taken over the kept pairs' full profiles).
+    probe = np.unique(np.linspace(0, size, min(size + 1, _PROBES)).astype(np.int64))
+
+    def profile(pair: PrivacyLossPair) -> NDArray[np.float64]:
+        return lattice.profile(pair, lo, size)[probe]
 
     def evaluate(cell: Cell) -> tuple[NDArray[np.float64], list[tuple[PrivacyLossPair, NDArray[np.float64]]]]:
-        up = np.max([lattice.profile(p, lo, size) for p in uppers(cell)], axis=0)
-        return up, [(p, lattice.profile(p, lo, size)) for p in lowers(cell)]
+        up = np.max([profile(p) for p in uppers(cell)], axis=0)
+        return up, [(p, profile(p)) for p in lowers(cell)]
 
     active = [(c, *evaluate(c)) for c in cells]
-    fixed = [(p, lattice.profile(p, lo, size)) for p in lower_members]
+    realised = [(p, profile(p)) for p in lower_members] + [w for _, _, ws in active for w in ws]
+    best = np.max([prof for _, prof in realised], axis=0)
     final: set[int] = set()
-    for _ in range(_MAX_CELLS):
-        realised = [w for _, _, ws in active for w in ws] + fixed
-        best = np.max([prof for _, prof in realised], axis=0)
+    for _ in range(max_cells):
         scores = []
         for c, up, _ in active:
             material = up > _FLOOR
@@ -182,21 +200,25 @@ def _cover(family: PairFamily, lattice: _Lattice) -> tuple[list[PrivacyLossPair]
             break
         children = active[index][0].split()
         if children:
-            active[index : index + 1] = [(child, *evaluate(child)) for child in children]
+            fresh = [(child, *evaluate(child)) for child in children]
+            active[index : index + 1] = fresh
+            for _, _, ws in fresh:
+                realised.extend(ws)
+                for _, prof in ws:
+                    np.maximum(best, prof, out=best)
         else:
             final.add(id(active[index][0]))
-    realised = [w for _, _, ws in active for w in ws] + fixed
-    return [p for c, _, _ in active for p in uppers(c)], _witnesses(realised, lo, lattice.spacing)
+    return [p for c, _, _ in active for p in uppers(c)], _witnesses(realised, probe, lo)
 
 
-def _witnesses(realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], lo: int, spacing: float) -> tuple[PrivacyLossPair, ...]:
+def _witnesses(realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], probe: NDArray[np.int64], lo: int) -> tuple[PrivacyLossPair, ...]:
     """Realisable members for the lower bound, best first: the one attaining the lower envelope at ε = 0
     (it drives many-round compositions), the one attaining it at the most lattice points where it is
     material, then the one in the far tail (δ ≈ 1e-12).  All realised members follow (they serve the
     exact single-round evaluation)."""
     stack = np.array([prof for _, prof in realised])
     best = stack.max(axis=0)
-    zero = min(max(-lo, 0), best.size - 1)
+    zero = min(int(np.searchsorted(probe, -lo)), best.size - 1)
     picks = [int(np.argmax(stack[:, zero]))]
     material = (best > 1e-16) & (best < 0.5)
     if np.any(material):

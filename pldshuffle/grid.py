@@ -18,7 +18,8 @@ mass is kept for the lower bound (truncated mass is deleted).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,8 +50,22 @@ class DiscretizedDirection:
     lower: NDArray[np.float64]
     lower_infinity: float
     known_mass: float
-    rounding_log_mgf: NDArray[np.float64]
     rounding_mean: float
+    _frac: NDArray[np.float64] = field(repr=False)
+    _masses: NDArray[np.float64] = field(repr=False)
+
+    @cached_property
+    def rounding_log_mgf(self) -> NDArray[np.float64]:
+        """``log Σ ω e^{-c·frac}`` per scale c, computed on first use (only lower witnesses need it).
+
+        Written as ``-c·f_min + log Σ ω e^{-c(frac - f_min)}``: the term at ``f_min`` is ``e^0``, so the sum
+        cannot underflow (at large c the plain sum underflows to 0, which would understate the MGF).
+        """
+        positive = self._masses > 0
+        f_min = float(self._frac[positive].min()) if np.any(positive) else 0.0
+        with np.errstate(divide="ignore"):
+            log_mgf = np.log(rounding_mgf(ROUNDING_SCALES, self._frac - f_min, self._masses)) - ROUNDING_SCALES * f_min
+        return np.asarray(log_mgf, dtype=np.float64)
 
 
 def discretize(
@@ -77,12 +92,6 @@ def discretize(
     upper = np.bincount(rel, weights=masses - up_share, minlength=stop - start)
     upper += np.bincount(rel + 1, weights=up_share, minlength=stop - start)
     lower = np.bincount(rel, weights=masses, minlength=stop - start)
-    # log Σ ω e^{-c·frac} = -c·f_min + log Σ ω e^{-c(frac - f_min)}: the term at f_min is e^0, so the sum
-    # cannot underflow (at large c the plain sum underflows to 0, which would understate the MGF).
-    positive = masses > 0
-    f_min = float(frac[positive].min()) if np.any(positive) else 0.0
-    with np.errstate(divide="ignore"):
-        log_mgf = np.log(rounding_mgf(ROUNDING_SCALES, frac - f_min, masses)) - ROUNDING_SCALES * f_min
     return DiscretizedDirection(
         spacing=spacing,
         upper_start=start,
@@ -92,6 +101,7 @@ def discretize(
         lower=lower,
         lower_infinity=infinity_mass,
         known_mass=float(masses.sum()),
-        rounding_log_mgf=np.asarray(log_mgf, dtype=np.float64),
         rounding_mean=float(frac @ masses / masses.sum()) if masses.sum() > 0 else 0.0,
+        _frac=frac,
+        _masses=masses,
     )

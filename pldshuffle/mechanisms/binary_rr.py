@@ -30,7 +30,7 @@ __all__ = ["ShuffledBinaryRR"]
 #: Cells of the initial cover of the datasets m = 0..(n-1)/2 (refined by the accountant's branch and bound).
 _INITIAL_CELLS = 16
 #: Cells with fewer datasets than this enumerate them (envelope) instead of revealing the varying users.
-_ENUMERATED_CELL = 32
+_ENUMERATED_CELL = 8
 # Binomial factors of N_m are windowed with this tail; its effect on any kept pmf value is < 1e-40 relative.
 _INNER_TAIL = 1e-60
 
