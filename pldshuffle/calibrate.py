@@ -25,6 +25,8 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,14 +38,14 @@ from scipy import optimize
 from ._validation import check_delta, check_int, check_positive_finite, check_probability
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from .results import EpsilonBounds
+from .results import EpsilonBounds, json_safe
 
 __all__ = ["CalibrationResult", "calibrate_local_epsilon", "find_max_rounds", "find_min_users"]
 
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CalibrationResult:
     """Outcome of a calibration search, verified by a final accountant call.
 
@@ -66,6 +68,8 @@ class CalibrationResult:
         Rounds composed at ``value``.
     target_epsilon, target_delta : float
         The target.
+
+    ``str(result)`` is one readable line; :meth:`to_dict` / :meth:`to_json` give the JSON form.
     """
 
     parameter: str
@@ -76,6 +80,51 @@ class CalibrationResult:
     num_rounds: int
     target_epsilon: float
     target_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary of the result.
+
+        Keys: ``parameter``, ``value``, ``bracket`` (``[passing, failing]``, ``failing`` ``null`` when
+        the search limit passed), ``num_rounds``, ``target_epsilon``, ``target_delta``, ``mechanism``
+        (``{"type": class name, "description": describe(), "parameters": {...}}``) and ``bounds``
+        (:meth:`EpsilonBounds.to_dict`).  Non-finite numbers are strings (``"inf"``).
+        """
+        mechanism = self.mechanism
+        parameters = (
+            {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)}
+            if dataclasses.is_dataclass(mechanism) else {}
+        )
+        return json_safe({
+            "parameter": self.parameter,
+            "value": self.value,
+            "bracket": self.bracket,
+            "num_rounds": self.num_rounds,
+            "target_epsilon": self.target_epsilon,
+            "target_delta": self.target_delta,
+            "mechanism": {"type": type(mechanism).__name__, "description": mechanism.describe(),
+                          "parameters": parameters},
+            "bounds": self.bounds.to_dict(),
+        })
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def __str__(self) -> str:
+        failing = self.bracket[1]
+        neighbour = "the search limit itself passed" if failing is None else f"{self.parameter} = {failing:.6g} does not"
+        return (
+            f"{self.parameter} = {self.value:.6g} meets ε ≤ {self.target_epsilon:g} at δ = {self.target_delta:g} "
+            f"({neighbour}); certified {self.bounds} for {self.num_rounds} round(s) of {self.mechanism.describe()}"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CalibrationResult(parameter={self.parameter!r}, value={self.value:.6g}, "
+            f"bracket=({', '.join('None' if b is None else f'{b:.6g}' for b in self.bracket)}), "
+            f"bounds={self.bounds!r}, num_rounds={self.num_rounds}, "
+            f"target_epsilon={self.target_epsilon:g}, target_delta={self.target_delta:g})"
+        )
 
 
 class _Objective:
