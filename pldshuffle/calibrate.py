@@ -90,7 +90,7 @@ class CalibrationResult:
         (:meth:`EpsilonBounds.to_dict`).  Non-finite numbers are strings (``"inf"``).
         """
         mechanism = self.mechanism
-        parameters = (
+        parameters: dict[str, Any] = (
             {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)}
             if dataclasses.is_dataclass(mechanism) else {}
         )

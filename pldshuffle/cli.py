@@ -253,7 +253,7 @@ def _mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]
     return {
         "mechanism": _kind_of(mechanism),
         "description": mechanism.describe(),
-        "parameters": {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)},
+        "parameters": {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)},  # type: ignore[arg-type]
         "count": count,
     }
 
@@ -325,6 +325,7 @@ def _run_query(args: argparse.Namespace) -> int:
     report = _progress(args)
     if accountant.rounds > 1:
         report(f"computing {accountant.rounds} composed rounds…")
+    bounds: EpsilonBounds | DeltaBounds
     if args.command == "epsilon":
         value, bounds = args.delta, accountant.get_epsilon_bounds(args.delta)
     else:

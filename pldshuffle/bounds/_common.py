@@ -15,6 +15,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -79,7 +80,7 @@ def plain_float(result_function: Callable[..., BoundResult]) -> Callable[..., fl
     name = result_function.__name__.removesuffix("_result")
 
     @functools.wraps(result_function)
-    def plain(*args, **kwargs) -> float:
+    def plain(*args: Any, **kwargs: Any) -> float:
         return result_function(*args, **kwargs).value
 
     plain.__name__ = plain.__qualname__ = name
@@ -88,7 +89,7 @@ def plain_float(result_function: Callable[..., BoundResult]) -> Callable[..., fl
         f"Returns its ``.value``: ``nan`` where the bound gives no guarantee; call "
         f"``{result_function.__name__}`` to get the reason.\n"
     )
-    plain.__signature__ = inspect.signature(result_function).replace(return_annotation=float)
+    plain.__signature__ = inspect.signature(result_function).replace(return_annotation=float)  # type: ignore[attr-defined]
     return plain
 
 
@@ -162,7 +163,7 @@ def refine(excess: Callable[[float], float], x_ok: float, x_bad: float, xtol: fl
 
 
 def first_crossing(
-    function: Callable[[float], float], target: float, grid: Sequence[float], xtol: float = XTOL
+    function: Callable[[float], float], target: float, grid: Sequence[float] | np.ndarray, xtol: float = XTOL
 ) -> float | None:
     """Smallest ``x`` (up to ``xtol``) with ``function(x) <= target``, scanning ``grid`` upwards.
 
@@ -181,7 +182,7 @@ def first_crossing(
 
 
 def last_feasible_of_first_run(
-    function: Callable[[float], float], target: float, grid: Sequence[float], xtol: float = XTOL
+    function: Callable[[float], float], target: float, grid: Sequence[float] | np.ndarray, xtol: float = XTOL
 ) -> float | None:
     """Largest ``x`` of the first run of grid points with ``function(x) <= target``, refined.
 

@@ -102,6 +102,8 @@ def log_blanket_parameters(randomizer: str, eps0: float, eps: float, k: int | No
     if randomizer == "generic":
         return _generic(eps0, eps)
     if randomizer == "krr":
+        if k is None:
+            raise ValueError("randomizer='krr' needs the domain size k")
         return _krr(eps0, eps, k)
     return _laplace(eps0, eps)
 

@@ -45,7 +45,7 @@ from ._common import (
     log_sum_exp,
     plain_float,
 )
-from .bbgn19_blanket import log_blanket_parameters, resolve_randomizer
+from .bbgn19_blanket import BlanketParameters, log_blanket_parameters, resolve_randomizer
 
 __all__ = [
     "BBGN19_BOUNDS",
@@ -110,7 +110,7 @@ class _Blanket:
             return prefix + 2.0 * p.log_loss_range - math.log(4.0) - log_a + n * math.log1p(-gamma * shrink)
         return prefix + self._log_bennett_sum(p, log_a, gamma)
 
-    def _log_bennett_sum(self, p, log_a: float, gamma: float) -> float:
+    def _log_bennett_sum(self, p: BlanketParameters, log_a: float, gamma: float) -> float:
         """``log[b_+ / log(1+β) Σ_m Bin(n,γ)(m) e^{-m x}]`` with ``x = c h(β) / b_+²``."""
         n = self.num_users
         beta = math.exp(log_a + p.log_max_loss - p.log_second_moment)
@@ -168,7 +168,7 @@ def _epsilon_result(setting: _Blanket, target_delta: object) -> BoundResult:
     delta = check_delta(target_delta)
     eps0 = setting.local_epsilon
     value = first_crossing(setting.delta, delta, epsilon_grid(eps0))
-    if value >= eps0:
+    if value is None or value >= eps0:
         return setting.result(
             eps0, note="no amplification certified: delta(eps) > target for all eps < local_epsilon"
         )
@@ -394,6 +394,8 @@ def bbgn19_local_epsilon_result(
         return replace(base, local_epsilon=eps0).delta(eps)
 
     value = last_feasible_of_first_run(delta_at, delta, np.linspace(eps, top, 200))
+    if value is None:  # cannot happen: delta_at(eps) = 0 (no amplification needed at local_epsilon = epsilon)
+        raise RuntimeError(f"no feasible local_epsilon found for epsilon={eps!r}, delta={delta!r}")
     if value == top:
         return base.result(top, note="every local_epsilon up to max_local_epsilon is feasible; raise it")
     return base.result(value)

@@ -187,11 +187,12 @@ def gddks21_rdp_lower(
 
 
 def _composed_curve(
-    num_users: object, local_epsilon: object, rounds: object, alpha: object
+    num_users: int, local_epsilon: float, rounds: int, alpha: float | np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     count = check_int("rounds", rounds)
     orders = DEFAULT_ORDERS if alpha is None else check_alpha(alpha).ravel()
-    return count * gddks21_rdp_upper(num_users=num_users, local_epsilon=local_epsilon, alpha=orders), orders
+    curve = np.asarray(gddks21_rdp_upper(num_users=num_users, local_epsilon=local_epsilon, alpha=orders))
+    return count * curve, orders
 
 
 def gddks21_dp_epsilon_result(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from .._validation import check_choice, check_delta
@@ -46,7 +47,7 @@ CONVERSIONS = ("improved", "classic")
 PURE_DP_FORMS = ("tight", "bs16", "trivial")
 
 
-def as_output(values: np.ndarray, alpha: object) -> float | np.ndarray:
+def as_output(values: np.ndarray, alpha: ArrayLike) -> float | np.ndarray:
     """A float for a scalar ``alpha``, else an array of ``alpha``'s shape."""
     return float(values) if np.ndim(alpha) == 0 else values
 
@@ -139,7 +140,7 @@ def rdp_compose(*curves: float | np.ndarray) -> float | np.ndarray:
     return as_output(np.sum(arrays, axis=0), curves[0])
 
 
-def _curve(rdp: object, alpha: object) -> tuple[np.ndarray, np.ndarray]:
+def _curve(rdp: ArrayLike, alpha: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     orders = check_alpha(alpha).ravel()
     try:
         values = np.asarray(rdp, dtype=float).ravel()

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
+from typing import Any
 
 from .._validation import check_choice
 from .bbgn19_bounds import (
@@ -85,7 +86,7 @@ class Baseline:
         """Whether the values are proven upper bounds (``kind == "upper"``)."""
         return self.kind == "upper"
 
-    def evaluate(self, quantity: str, **kwargs):
+    def evaluate(self, quantity: str, **kwargs: Any) -> Any:
         """Call the ``quantity`` function with those of ``kwargs`` it accepts; the rest are ignored.
 
         This lets one loop pass a superset of settings (e.g. ``domain_size`` to non-kRR baselines);
