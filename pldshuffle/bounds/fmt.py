@@ -23,8 +23,8 @@ Both are ε(δ) statements for shuffled ε0-LDP reports, valid above a minimum �
 
   **Restricted class.** By the paper's erratum (§7) the proof of Lemma 3.5 fails for
   ``p < 1/(e^{ε0}+1)``; the theorem holds for the class ``S_ε0`` (k-ary RR, RAPPOR, their convex
-  combinations), not for every ε0-LDP randomizer. Reconstructed from a damaged seed (see
-  ``baselines.md`` §5).
+  combinations), not for every ε0-LDP randomizer (see ``docs/mathematics.md#baselines`` and
+  ``docs/mathematics.md#clone-reductions``).
 
 Outside the δ range the result is ``nan``. δ(ε) is the numeric inverse: ε(δ) decreases in δ, so the
 smallest δ in ``[δ_min, 1]`` with ``ε(δ) <= ε`` is found by a scan in ``log δ`` and ``brentq``; if

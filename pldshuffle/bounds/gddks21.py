@@ -14,8 +14,8 @@ Non-integer orders use eq. (7), the convexity of ``(λ-1) ε(λ)``:
 ``⌊λ⌋ = 1`` term vanishes). The result is **always** the minimum with the tight RDP of ε0-DP
 (:func:`.rdp.rdp_pure_dp`): the shuffled output is ε0-DP, and the sum above explodes once
 ``n e^{-ε0} <~ e^{2ε0}`` (then the bound is also non-monotone in λ).
-Simplified Cor 3.2 and "Upper Bound 2" (Thm 3.3) are not implemented (not recoverable from the
-seed text).
+Simplified Cor 3.2 and "Upper Bound 2" (Thm 3.3) are not implemented (their statements could not be
+checked against the paper).
 
 **Lower bound** (§3.2 construction): binary RR with ``p = 1/(e^{ε0}+1)``, ``D = 0^n``,
 ``D' = 0^{n-1}1``; the histogram is ``K ~ Bin(n, p)`` under ``D`` and the likelihood ratio is
@@ -24,7 +24,8 @@ seed text).
 .. math:: \\varepsilon(\\lambda) \\ge D_\\lambda(M(D')\\|M(D))
           = \\frac{1}{\\lambda-1}\\log \\mathbb E_{K}\\big[r(K)^\\lambda\\big],
 
-evaluated exactly over ``k = 0..n`` for any real ``λ > 1`` (re-derived, see ``baselines.md`` §7).
+evaluated exactly over ``k = 0..n`` for any real ``λ > 1`` (re-derived from the construction; see
+``docs/mathematics.md#baselines``).
 """
 
 from __future__ import annotations
