@@ -1,4 +1,4 @@
-"""The analytic baselines against published numbers (baselines.md, "Checks against published numbers")."""
+"""The analytic baselines against published numbers (see docs/mathematics.md#baselines)."""
 
 import math
 
@@ -166,7 +166,7 @@ def test_khh21_c1_gamma_and_local_epsilon_agree():
     assert by_gamma == pytest.approx(by_eps0, rel=1e-14)
 
 
-# --- 3. FMT23 vs FMT20 (baselines.md §5).
+# --- 3. FMT23 vs FMT20 (docs/mathematics.md#baselines).
 
 
 def test_fmt23_vs_fmt20_published_numbers():
@@ -187,7 +187,7 @@ def test_fmt23_improves_by_about_sqrt2(local_epsilon):
     assert math.expm1(fmt20) / math.expm1(fmt23) == pytest.approx(expected, rel=1e-2)
 
 
-# --- 4. Internal checks and statements of baselines.md.
+# --- 4. Internal checks and statements of docs/mathematics.md#baselines.
 
 RDP_GRID = [
     (n, eps0, alpha)
@@ -229,7 +229,7 @@ def test_kov_exact_single_round_is_the_hockey_stick(eps, delta):
 
 
 def test_thm53_beats_generic_hoeffding_at_large_local_epsilon():
-    # baselines.md §3b: n = 1e5, ε0 = 4: eq. (4) gives 1.44 while 3a certifies no amplification
+    # n = 1e5, ε0 = 4: eq. (4) gives 1.44 while 3a certifies no amplification
     assert b.bbgn19_thm53_epsilon(num_users=10**5, local_epsilon=4.0, target_delta=1e-6) == pytest.approx(
         1.44, abs=5e-3
     )
@@ -238,7 +238,7 @@ def test_thm53_beats_generic_hoeffding_at_large_local_epsilon():
 
 
 def test_hoeffding_krr_is_not_monotone_and_inverted_at_first_crossing():
-    # baselines.md §3: kRR, n = 1000, γ = 0.1, k = 5 bottoms out at δ ≈ 4e-4 near ε ≈ 3.6
+    # kRR, n = 1000, γ = 0.1, k = 5 bottoms out at δ ≈ 4e-4 near ε ≈ 3.6
     setting = dict(num_users=1000, gamma=0.1, domain_size=5, randomizer="krr")
     eps = np.linspace(2.0, 3.8, 181)
     deltas = np.array([b.bbgn19_hoeffding_delta(epsilon=e, **setting) for e in eps])
@@ -255,7 +255,7 @@ def test_hoeffding_krr_is_not_monotone_and_inverted_at_first_crossing():
 
 
 def test_gddks21_conversion_needs_large_orders():
-    # baselines.md §9: at n = 1e6 the optimal order is ≈ 1500; capping at 256 inflates ε almost 3×
+    # at n = 1e6 the optimal order is ≈ 1500; capping at 256 inflates ε almost 3×
     wide = b.gddks21_dp_epsilon_result(num_users=10**6, local_epsilon=1.0, target_delta=1e-6)
     capped = b.gddks21_dp_epsilon(
         num_users=10**6, local_epsilon=1.0, target_delta=1e-6, alpha=np.arange(2, 257)
@@ -265,7 +265,7 @@ def test_gddks21_conversion_needs_large_orders():
 
 
 def test_gddks21_upper_explodes_and_is_not_monotone_when_n_is_small():
-    # baselines.md §6: at ε0 = 4, n = 1e4 the bound is about 2.5 at α = 4, and it decreases from α = 3
+    # at ε0 = 4, n = 1e4 the bound is about 2.5 at α = 4, and it decreases from α = 3
     values = b.gddks21_rdp_upper(num_users=10**4, local_epsilon=4.0, alpha=np.array([3.0, 4.0]))
     assert values[1] == pytest.approx(2.5, abs=0.05)
     assert values[0] > values[1]
@@ -275,7 +275,7 @@ def test_gddks21_upper_explodes_and_is_not_monotone_when_n_is_small():
     ("num_users", "local_epsilon", "delta_min"), [(10**4, 4.0, 2e-5), (10**6, 9.0, 9e-4)]
 )
 def test_fmt20_validity_in_khh21_settings(num_users, local_epsilon, delta_min):
-    # baselines.md §4: valid only for δ ≳ 2e-5 and ≳ 9e-4, hence null at δ = 1e-6
+    # valid only for δ ≳ 2e-5 and ≳ 9e-4, hence null at δ = 1e-6
     assert math.isnan(b.fmt20_epsilon(num_users=num_users, local_epsilon=local_epsilon, target_delta=1e-6))
     assert not math.isnan(
         b.fmt20_epsilon(num_users=num_users, local_epsilon=local_epsilon, target_delta=1.1 * delta_min)
