@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import math
 import re
 import sys
 import time
@@ -21,7 +22,7 @@ from typing import Any, NoReturn
 from . import __version__
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from .results import DeltaBounds, EpsilonBounds, json_safe
+from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds, json_safe
 
 __all__ = ["main"]
 
@@ -281,6 +282,8 @@ def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, quer
     if query == "epsilon":
         lines.append(f"  delta: {value:g}")
         lines.append(f"  certified epsilon bracket: [{_fmt(bounds.lower)}, {_fmt(bounds.upper)}]")
+        if math.isinf(bounds.upper):
+            lines.append(f"  note: {INFINITE_EPSILON_NOTE}")
         claim = f"({_fmt(bounds.upper)}, {value:g})-DP"
     else:
         lines.append(f"  epsilon: {value:g}")

@@ -33,7 +33,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DeltaBounds", "EpsilonBounds", "NotAGuaranteeWarning", "json_safe", "warn_if_not_guarantee"]
+__all__ = [
+    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "NotAGuaranteeWarning", "json_safe", "warn_if_not_guarantee",
+]
+
+#: Why an ε bracket can be infinite; printed with every such result (see ``docs/mathematics.md#definitions``).
+INFINITE_EPSILON_NOTE = (
+    "no finite epsilon is certified at this delta: delta is below the composed mass of infinite privacy loss "
+    "(outcomes one dataset can produce and its neighbour cannot) or below the certified error terms; "
+    "see diagnostics"
+)
 
 
 class NotAGuaranteeWarning(UserWarning):
@@ -170,8 +179,9 @@ class EpsilonBounds:
                      self.is_guarantee, self.caveats)
 
     def __str__(self) -> str:
+        note = f" ({INFINITE_EPSILON_NOTE})" if math.isinf(self.upper) else ""
         return (
-            f"ε ∈ [{self.lower:.6g}, {self.upper:.6g}] at δ = {self.target_delta:.3g}"
+            f"ε ∈ [{self.lower:.6g}, {self.upper:.6g}] at δ = {self.target_delta:.3g}{note}"
             + _caveat_text(self.is_guarantee, self.caveats)
         )
 

@@ -209,3 +209,11 @@ def test_every_shown_flag_works(command, index, tmp_path, capsys):
         assert "Privacy statement" in out
     if "--quiet" in argv:
         assert err == ""
+
+
+def test_infinite_epsilon_statement_explains(capsys):
+    argv = ["epsilon", "--mechanism", "krr", "--num-users", "50", "--domain-size", "4", "--gamma", "0.25",
+            "--adversary", "strong", "--delta", "1e-12", "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "certified epsilon bracket: [inf, inf]" in out and "note: no finite epsilon is certified" in out

@@ -94,3 +94,8 @@ def test_calibration_result_dict_and_text():
         "bounds=EpsilonBounds(lower=0.4, upper=0.41, target_delta=1e-06), num_rounds=2, "
         "target_epsilon=0.5, target_delta=1e-06)"
     )
+
+
+def test_infinite_epsilon_is_explained():
+    assert "no finite epsilon is certified" in str(EpsilonBounds(math.inf, math.inf, 1e-12))
+    assert "no finite epsilon" not in str(EpsilonBounds(1.0, 1.0, 1e-12))
