@@ -94,7 +94,7 @@ class CalibrationResult:
             {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)}
             if dataclasses.is_dataclass(mechanism) else {}
         )
-        return json_safe({
+        record: dict[str, Any] = json_safe({
             "parameter": self.parameter,
             "value": self.value,
             "bracket": self.bracket,
@@ -105,6 +105,7 @@ class CalibrationResult:
                           "parameters": parameters},
             "bounds": self.bounds.to_dict(),
         })
+        return record
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""

@@ -130,7 +130,7 @@ def _mechanism_class(kind: str) -> type:
         raise _CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
     module_name, class_name = MECHANISMS[kind]
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls: type = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
         raise _CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
     return cls
@@ -159,13 +159,14 @@ def _build(kind: str, parameters: dict[str, Any], origin: str | None = None) -> 
     if missing:
         raise _CLIError(f"{', '.join(map(name, missing))} {'is' if len(missing) == 1 else 'are'} required for {where}")
     try:
-        return cls(**parameters)
+        mechanism: ShuffleMechanism = cls(**parameters)
     except ValueError as exc:  # the library names Python parameters: translate them for the user
         message = str(exc)
         if origin is None:
             for parameter in sorted(valid, key=len, reverse=True):
                 message = re.sub(rf"(?<![\w-]){parameter}(?!\w)", _flag(parameter), message)
         raise _CLIError(f"{where}: {message}") from None
+    return mechanism
 
 
 def _kind_of(mechanism: ShuffleMechanism) -> str:

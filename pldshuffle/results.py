@@ -159,7 +159,7 @@ class EpsilonBounds:
         """JSON-safe dictionary: ``quantity`` (``"epsilon"``), ``lower``, ``upper``, ``target_delta``,
         ``relative_gap``, ``is_guarantee``, ``caveats``, ``diagnostics``; non-finite numbers as strings
         (see :func:`json_safe`)."""
-        return json_safe({
+        record: dict[str, Any] = json_safe({
             "quantity": "epsilon",
             "lower": self.lower,
             "upper": self.upper,
@@ -169,6 +169,7 @@ class EpsilonBounds:
             "caveats": self.caveats,
             "diagnostics": dict(self.diagnostics),
         })
+        return record
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
@@ -219,7 +220,7 @@ class DeltaBounds:
         """JSON-safe dictionary: ``quantity`` (``"delta"``), ``lower``, ``upper``, ``target_epsilon``
         (numbers, or lists for array input), ``is_guarantee``, ``caveats``, ``diagnostics``; non-finite
         numbers as strings (see :func:`json_safe`)."""
-        return json_safe({
+        record: dict[str, Any] = json_safe({
             "quantity": "delta",
             "lower": self.lower,
             "upper": self.upper,
@@ -228,6 +229,7 @@ class DeltaBounds:
             "caveats": self.caveats,
             "diagnostics": dict(self.diagnostics),
         })
+        return record
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""

@@ -121,7 +121,8 @@ def log_sum_exp(values: Sequence[float] | np.ndarray) -> float:
 
 def log_binomial_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
     """``log Bin(n, p)(k)`` via ``gammaln`` (as ``scipy.stats.binom.logpmf``, without its import cost)."""
-    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
+    log_pmf: np.ndarray = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
+    return log_pmf
 
 
 def log1mexp(x: float) -> float:
@@ -152,7 +153,7 @@ def refine(excess: Callable[[float], float], x_ok: float, x_bad: float, xtol: fl
     ``brentq`` may stop on the wrong side of the boundary; the root is then moved towards ``x_ok``
     by doubling steps until ``excess <= 0``, so the returned point always satisfies the bound.
     """
-    x = brentq(excess, x_ok, x_bad, xtol=xtol)
+    x = float(brentq(excess, x_ok, x_bad, xtol=xtol))
     step = xtol
     while excess(x) > 0.0:
         x += math.copysign(step, x_ok - x)

@@ -65,7 +65,8 @@ def tight_pure_dp_rdp(eps0: float, alpha: np.ndarray) -> np.ndarray:
     s_small = np.where(small, s, 0.0)
     near = np.log1p((1.0 - p) * np.expm1(s_small * eps0) + p * np.expm1(-s_small * eps0))
     far = np.logaddexp(alpha * eps0, (1.0 - alpha) * eps0) - np.logaddexp(0.0, eps0)
-    return np.where(small, near, far) / s
+    rdp: np.ndarray = np.where(small, near, far) / s
+    return rdp
 
 
 def rdp_pure_dp(
