@@ -17,9 +17,11 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NoReturn
 
 from . import __version__
+from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
 from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds, json_safe
@@ -402,6 +404,19 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
+def _checked(check: Callable[[float], float]) -> Callable[[str], float]:
+    """An argparse type: a number passed through a library range check, so that a bad value is reported
+    with its flag (``argument --delta: target_delta must lie in (0, 1), got 2.0``)."""
+
+    def convert(text: str) -> float:
+        try:
+            return check(_number(text))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
 def _integer(text: str) -> int:
     """Integers, also written as ``1e4``."""
     try:
@@ -448,14 +463,14 @@ def _parser() -> argparse.ArgumentParser:
     eps = sub.add_parser("epsilon", help="certified epsilon at a given delta", formatter_class=formatter,
                          description="Certified bracket on epsilon at a given delta.",
                          epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["epsilon"])
-    eps.add_argument("--delta", type=_number, required=True, help="target delta in (0, 1)")
+    eps.add_argument("--delta", type=_checked(check_delta), required=True, help="target delta in (0, 1)")
     _add_mechanism_options(eps, compose=True)
     _add_output_options(eps)
 
     dlt = sub.add_parser("delta", help="certified delta at a given epsilon", formatter_class=formatter,
                          description="Certified bracket on delta at a given epsilon.",
                          epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["delta"])
-    dlt.add_argument("--epsilon", type=_number, required=True, help="target epsilon (>= 0)")
+    dlt.add_argument("--epsilon", type=_checked(check_epsilon), required=True, help="target epsilon (>= 0)")
     _add_mechanism_options(dlt, compose=True)
     _add_output_options(dlt)
 
@@ -465,9 +480,9 @@ def _parser() -> argparse.ArgumentParser:
                          "largest number of rounds whose certified epsilon meets --target-epsilon at --delta.",
                          epilog=_MECHANISM_HELP.split("heterogeneous composition:")[0] + "\n" + _EXAMPLES["calibrate"])
     cal.add_argument("parameter", choices=("local-epsilon", "num-users", "rounds"), help="the parameter to search")
-    cal.add_argument("--target-epsilon", dest="target_epsilon", type=_number, required=True,
-                     help="target epsilon")
-    cal.add_argument("--delta", type=_number, required=True, help="target delta in (0, 1)")
+    cal.add_argument("--target-epsilon", dest="target_epsilon", type=_checked(partial(check_positive_finite, "target_epsilon")),
+                     required=True, help="target epsilon (> 0)")
+    cal.add_argument("--delta", type=_checked(check_delta), required=True, help="target delta in (0, 1)")
     _add_mechanism_options(cal, compose=False)
     _add_output_options(cal)
     return parser

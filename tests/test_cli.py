@@ -64,6 +64,9 @@ def test_bad_input_one_line_exit_2():
     "argv, needle",
     [
         (["epsilon", *BINARY, "--delta", "2"], "target_delta"),
+        (["epsilon", *BINARY, "--delta", "0"], "argument --delta: target_delta must lie in (0, 1)"),
+        (["delta", *BINARY, "--epsilon", "-1"], "argument --epsilon: target_epsilon must be a finite number >= 0"),
+        (["calibrate", "rounds", *BINARY, "--target-epsilon", "0", "--delta", "1e-6"], "argument --target-epsilon"),
         (["epsilon", "--mechanism", "foo", "--delta", "1e-6"], "invalid choice"),
         (["epsilon", "--delta", "1e-6"], "no mechanism"),
         (["epsilon", *BINARY, "--gamma", "0.2", "--delta", "1e-6"], "gamma"),
