@@ -253,5 +253,5 @@ def check_flag(name: str, value: object) -> bool:
 
 
 def check_target_epsilon(value: object) -> float:
-    """``epsilon`` (the ε at which δ is evaluated) in ``[0, inf)``."""
-    return check_epsilon(value, "epsilon")
+    """``target_epsilon`` (the ε at which δ is evaluated) in ``[0, inf)``."""
+    return check_epsilon(value, "target_epsilon")

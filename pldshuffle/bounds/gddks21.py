@@ -240,15 +240,15 @@ def gddks21_dp_delta_result(
     *,
     num_users: int,
     local_epsilon: float,
-    epsilon: float,
+    target_epsilon: float,
     rounds: int = 1,
     alpha: float | np.ndarray | None = None,
     conversion: str = "improved",
 ) -> BoundResult:
     """δ(ε) after ``rounds`` shuffle rounds from GDDKS21 Thm 3.1 (see :func:`gddks21_dp_epsilon_result`)."""
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     curve, orders = _composed_curve(num_users, local_epsilon, rounds, alpha)
-    return rdp_to_dp_delta_result(rdp=curve, alpha=orders, epsilon=eps, conversion=conversion)
+    return rdp_to_dp_delta_result(rdp=curve, alpha=orders, target_epsilon=eps, conversion=conversion)
 
 
 gddks21_dp_epsilon = plain_float(gddks21_dp_epsilon_result)

@@ -200,7 +200,7 @@ def rdp_to_dp_epsilon_result(
 
 
 def rdp_to_dp_delta_result(
-    *, rdp: float | np.ndarray, alpha: float | np.ndarray, epsilon: float, conversion: str = "improved"
+    *, rdp: float | np.ndarray, alpha: float | np.ndarray, target_epsilon: float, conversion: str = "improved"
 ) -> BoundResult:
     """δ(ε) from an RDP curve, minimised over the given orders (clipped to 1).
 
@@ -208,10 +208,10 @@ def rdp_to_dp_delta_result(
               {\\lambda-1}\\Big(1-\\frac1\\lambda\\Big)^{\\lambda}
 
     (``improved``; ``classic`` is ``min_λ e^{(λ-1)(ε(λ)-ε)}``). Parameters and references as in
-    :func:`rdp_to_dp_epsilon_result`, with ``epsilon`` >= 0.
+    :func:`rdp_to_dp_epsilon_result`, with ``target_epsilon`` >= 0.
     """
     orders, values = _curve(rdp, alpha)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     log_delta = (orders - 1.0) * (values - eps)
     if check_choice("conversion", conversion, CONVERSIONS) == "improved":
         log_delta = log_delta + orders * np.log1p(-1.0 / orders) - np.log(orders - 1.0)

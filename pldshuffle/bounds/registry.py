@@ -41,7 +41,7 @@ __all__ = ["BASELINES", "KINDS", "QUANTITIES", "Baseline", "get_baseline"]
 KINDS = ("upper", "lower", "unproven")
 
 #: The quantity keyword each callable takes on top of the model parameters.
-QUANTITIES = MappingProxyType({"epsilon": "target_delta", "delta": "epsilon", "rdp": "alpha"})
+QUANTITIES = MappingProxyType({"epsilon": "target_delta", "delta": "target_epsilon", "rdp": "alpha"})
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Baseline:
         Model keywords accepted (``num_users``, ``local_epsilon``, ``domain_size``, ``gamma``,
         ``rounds``), besides the quantity keyword of :data:`QUANTITIES`.
     epsilon, delta : callable or None
-        ``*_result`` functions for ε(δ) (keyword ``target_delta``) and δ(ε) (keyword ``epsilon``),
+        ``*_result`` functions for ε(δ) (keyword ``target_delta``) and δ(ε) (keyword ``target_epsilon``),
         returning :class:`~pldshuffle.bounds.BoundResult`.
     rdp : callable or None
         RDP ε(α) (keyword ``alpha``), returning a float or an array.
