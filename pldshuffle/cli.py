@@ -384,14 +384,14 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
         raise _CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
     if args.parameter == "local-epsilon":
-        result = calibrate_local_epsilon(lambda e: _build(args.mechanism, {**fixed, "local_epsilon": e}), num_rounds=rounds, **target)
+        result = calibrate_local_epsilon(lambda e: _build(args.mechanism, {**fixed, "local_epsilon": e}), rounds=rounds, **target)
     elif args.parameter == "num-users":
-        result = find_min_users(lambda n: _build(args.mechanism, {**fixed, "num_users": n}), num_rounds=rounds, **target)
+        result = find_min_users(lambda n: _build(args.mechanism, {**fixed, "num_users": n}), rounds=rounds, **target)
     else:
         result = find_max_rounds(_build(args.mechanism, fixed), **target)
     record = result.to_dict()
     extra = {key: record[key] for key in ("parameter", "value", "bracket", "target_epsilon", "target_delta")}
-    _emit(args, ((result.mechanism, result.num_rounds),), result.num_rounds, "epsilon", args.delta, result.bounds, extra)
+    _emit(args, ((result.mechanism, result.rounds),), result.rounds, "epsilon", args.delta, result.bounds, extra)
     return 0
 
 

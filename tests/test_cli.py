@@ -135,7 +135,7 @@ def test_calibrate_subprocess():
 def test_calibrate_rounds_statement(capsys):
     assert main(["calibrate", "rounds", *KHH21, "--target-epsilon", "0.2", "--delta", "1e-6", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Calibrated num_rounds = 2: certified epsilon ") and "num_rounds = 3 does not" in out
+    assert out.startswith("Calibrated rounds = 2: certified epsilon ") and "rounds = 3 does not" in out
     assert "total rounds composed: 2" in out
 
 

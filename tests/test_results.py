@@ -87,11 +87,11 @@ def test_calibration_result_dict_and_text():
     assert record["parameter"] == "num_users" and record["value"] == 50 and record["bracket"] == [50, None]
     assert record["mechanism"]["type"] == "ShuffledBinaryRR"
     assert record["mechanism"]["parameters"] == {"num_users": 50, "local_epsilon": 1.0, "dataset": "worst"}
-    assert record["bounds"] == bounds.to_dict() and record["num_rounds"] == 2
+    assert record["bounds"] == bounds.to_dict() and record["rounds"] == 2
     assert str(result).startswith("num_users = 50 meets ε ≤ 0.5 at δ = 1e-06 (the search limit itself passed)")
     assert repr(result) == (
         "CalibrationResult(parameter='num_users', value=50, bracket=(50, None), "
-        "bounds=EpsilonBounds(lower=0.4, upper=0.41, target_delta=1e-06), num_rounds=2, "
+        "bounds=EpsilonBounds(lower=0.4, upper=0.41, target_delta=1e-06), rounds=2, "
         "target_epsilon=0.5, target_delta=1e-06)"
     )
 
