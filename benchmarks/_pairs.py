@@ -1,9 +1,9 @@
-"""Explicit neighbouring pairs as a dp-accounting user would build them (anchors.md §2b/§2c), and an
+"""Explicit neighbouring pairs as a dp-accounting user would build them (the pairs of KHH21's comparison), and an
 adapter that feeds an explicit pair to the pldshuffle accountant.
 
 All pmfs are returned as dicts ``outcome -> natural log of the mass`` (dp-accounting's input format);
-outcomes whose mass is below ``exp(log_floor)`` under *both* P and Q are left out (as in anchors §2c:
-"outcomes kept above log-mass -80"); the mass left out is at most (#outcomes)·e^-80, far below any δ
+outcomes whose mass is below ``exp(log_floor)`` under *both* P and Q are left out (as in KHH21's
+comparison: "outcomes kept above log-mass -80"); the mass left out is at most (#outcomes)·e^-80, far below any δ
 used here.  Losses of the kept outcomes are exact up to floating point.
 """
 
@@ -29,7 +29,7 @@ def _to_dicts(keys: list[Any], log_p: np.ndarray, log_q: np.ndarray) -> tuple[di
 
 
 def krr_strong_pmfs(num_users: int, domain_size: int, gamma: float, *, atom: bool = True) -> tuple[dict, dict]:
-    """Exact strong-adversary pair of shuffled kRR (core spec §2b) on outcomes ``(n1, n2)`` plus the atom.
+    """Exact strong-adversary pair of shuffled kRR (docs/mathematics.md#pairs) on outcomes ``(n1, n2)`` plus the atom.
 
     With probability γ the differing user randomises and both views coincide (outcome ``"atom"``, mass γ
     under P and Q, loss 0).  Otherwise ``P = (M1+1, M2)``, ``Q = (M1, M2+1)`` with
@@ -56,7 +56,7 @@ def krr_strong_pmfs(num_users: int, domain_size: int, gamma: float, *, atom: boo
 
 
 def krr_1d_khh21_pmfs(num_users: int, domain_size: int, gamma: float) -> tuple[dict, dict]:
-    """KHH21 eq. (5.1): ``P = Bin(n-1, g) + 1`` vs ``Q = Bin(n-1, g)`` on ``0..n`` (NOT a valid bound, spec §2a)."""
+    """KHH21 eq. (5.1): ``P = Bin(n-1, g) + 1`` vs ``Q = Bin(n-1, g)`` on ``0..n`` (NOT a valid bound, docs/mathematics.md#pairs)."""
     n, g = num_users, gamma / domain_size
     i = np.arange(n + 1)
     with np.errstate(divide="ignore"):

@@ -5,12 +5,12 @@ Sections (case names in the JSON):
 ``krr_strong_side_by_side``
     ``ShuffledKRR(1000, 4, gamma=0.25, adversary="strong")`` at 1 / 64 / 1024 rounds, δ = 1e-6, with the
     accountant's defaults, against dp-accounting on the same pair (the 2-D (n1, n2) pair with the atom of
-    mass γ at loss 0, spec core.md §2b) built from explicit log-pmf dicts, ``symmetric=False``, pessimistic
+    mass γ at loss 0, docs/mathematics.md#pairs) built from explicit log-pmf dicts, ``symmetric=False``, pessimistic
     and optimistic, at dx ∈ {1e-3, 1e-4} (plus, in the full suite, the dx at which dp-accounting's
     pessimistic/optimistic gap first drops to ours).
 ``krr_1d_khh21_side_by_side``, ``2rr_n1000_side_by_side``
-    The two pairs of anchors.md §2b (KHH21 eq. (5.1) and the 2RR pair at p = 1/8), same protocol, with the
-    anchors' published dp-accounting numbers attached for comparison.
+    The two pairs of KHH21's comparison (KHH21 eq. (5.1) and the 2RR pair at p = 1/8), same protocol, with
+    the published dp-accounting numbers attached for comparison.
 ``2rr_vs_n``
     ``ShuffledBinaryRR(n, 1.0, dataset=...)`` for n ∈ {1e4, 1e5, 1e6}, both datasets, 1 and 64 rounds.
 ``2rr_vs_rounds``
@@ -49,7 +49,7 @@ RR_N1000 = {"num_users": 1000, "flip_probability": 1.0 / 8.0}  # ε0 = ln 7, equ
 MEMORY_MAX_SECONDS = 30.0  # a separate traced run is made only for cases faster than this
 REPEAT_BUDGET_SECONDS = 20.0  # side-by-side: more repeats only while one interleaved pass costs less
 
-#: anchors.md §2b, δ = 1e-6: exact single-round value and dp-accounting dx=1e-4 (pessimistic, optimistic).
+#: Published reference values, δ = 1e-6: exact single-round value and dp-accounting dx=1e-4 (pessimistic, optimistic).
 ANCHORS_2B = {
     "krr_1d_khh21_side_by_side": {1: (0.64809, 0.64815, 0.64805), 64: (None, 5.3115, 5.3051), 1024: (None, 28.444, 28.342)},
     "2rr_n1000_side_by_side": {1: (0.30974, 0.30976, 0.30966), 64: (None, 2.6705, 2.6641), 1024: (None, 13.144, 13.042)},
@@ -58,7 +58,7 @@ ANCHORS_2B = {
 
 # ------------------------------------------------------------------------------------------ systems
 def _dp_accounting_run(pmfs: tuple[dict, dict], dx: float, rounds: int, pessimistic: bool) -> dict[str, float]:
-    """One dp-accounting evaluation exactly as a user writes it (anchors §1, §2b)."""
+    """One dp-accounting evaluation exactly as a user writes it (as in KHH21's comparison)."""
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
     log_p, log_q = pmfs
@@ -187,7 +187,7 @@ def _side_by_side(
             anchor = anchors.get(rounds)
             note = ""
             if anchor and anchor[0] is not None:
-                note = f"anchors §2b exact single-round value {anchor[0]}"
+                note = f"reference exact single-round value {anchor[0]}"
             rows.append(_ours_row(case, params, ours_bounds, ours_walls, ours_cpus, memory, note))
 
         # dp-accounting rows (one per dx, pessimistic and optimistic together)
@@ -225,7 +225,7 @@ def _side_by_side(
             if dx in extra_dxs:
                 notes.append("dx chosen so that dp-accounting's gap is at most pldshuffle's (single repeat)")
             if anchor and dx == 1e-4:
-                notes.append(f"anchors §2b dx=1e-4: pess {anchor[1]} / opt {anchor[2]}")
+                notes.append(f"published dx=1e-4: pess {anchor[1]} / opt {anchor[2]}")
             gap = (pess - opt) / pess if pess > 0 else 0.0
             rows.append(
                 make_row(
@@ -276,7 +276,7 @@ def _side_by_side(
 
 
 def _matching_dx(bounds, rounds: int, dxs: Sequence[float]) -> float | None:
-    """dp-accounting's gap is ≈ rounds·dx/ε (anchors §2b); pick dx a bit below ours·ε/rounds, 2 digits."""
+    """dp-accounting's gap is ≈ rounds·dx/ε (see benchmarks/README.md); pick dx a bit below ours·ε/rounds, 2 digits."""
     target = 0.9 * bounds.relative_gap * bounds.upper / rounds
     if not math.isfinite(target) or target <= 0:
         return None
@@ -411,7 +411,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     make = (lambda: krr_cls(KRR["num_users"], KRR["domain_size"], gamma=KRR["gamma"], adversary="strong")) if krr_cls else None
     r, c = _side_by_side(
         case,
-        {"mechanism": "ShuffledKRR", **KRR, "adversary": "strong", "pair": "2-D (n1,n2) + atom (core §2b)"},
+        {"mechanism": "ShuffledKRR", **KRR, "adversary": "strong", "pair": "2-D (n1,n2) + atom"},
         make,
         krr_reason,
         pmfs,
@@ -424,13 +424,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows += r
     comparisons += c
 
-    # 1b. the two pairs of anchors §2b
+    # 1b. the two pairs of KHH21's comparison
     one_d_rounds = (1,) if quick else side_rounds
     case = "krr_1d_khh21_side_by_side"
     pmfs, pmf_s, totals = _build_pmfs(lambda: _pairs.krr_1d_khh21_pmfs(**KRR), have_dp)
     meta[f"{case}_pmf_dicts"] = {**totals, "seconds": pmf_s}
     arrays = _pairs.krr_1d_khh21_arrays(**KRR)
-    caveat = "KHH21 eq. (5.1) 1-D pair: a marginal, can fall below the real mechanism (spec core §2a); benchmark parity only"
+    caveat = "KHH21 eq. (5.1) 1-D pair: a marginal, can fall below the real mechanism (docs/mathematics.md#pairs); benchmark parity only"
     make_1d = lambda: _pairs.explicit_pair_mechanism(arrays[0], arrays[1], "KHH21 (5.1) pair", caveat)  # noqa: E731
     r, c = _side_by_side(
         case,

@@ -83,7 +83,7 @@ def comparison_section(comparisons) -> str:
         if c.get("anchors"):
             a = c["anchors"]
             notes.append(
-                f"anchors.md §2b: exact {a['anchors_exact']}, dx=1e-4 pess/opt {a['anchors_dx1e-4_pessimistic']} / "
+                f"published reference: exact {a['anchors_exact']}, dx=1e-4 pess/opt {a['anchors_dx1e-4_pessimistic']} / "
                 f"{a['anchors_dx1e-4_optimistic']}; ours contains the exact value: {fmt(a['ours_contains_anchor_exact'])}."
             )
         out.append(head + "\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes))
@@ -128,7 +128,7 @@ def render(payload: Mapping[str, Any]) -> str:
         "",
         machine_section(payload["machine"]),
         "",
-        "## Targets (spec README)",
+        "## Targets",
         "",
         targets_section(payload["targets"]),
         "",

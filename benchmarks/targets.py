@@ -1,4 +1,4 @@
-"""The accuracy and speed targets of the spec README, evaluated on a suite's rows and comparisons.
+"""The project's accuracy and speed targets, evaluated on a suite's rows and comparisons.
 
 | case | target |
 |---|---|
@@ -88,7 +88,7 @@ def _speed_target(comparisons) -> dict[str, Any]:
 
 
 def evaluate(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per spec target: target, threshold, status (pass / FAIL / not measured), measured, details."""
+    """One entry per target: target, threshold, status (pass / FAIL / not measured), measured, details."""
     out = [
         _gap_target(rows, "any mechanism, 1 round: relative ε gap ≤ 1e-4", 1e-4, lambda r: r == 1),
         _gap_target(rows, "2-64 rounds: gap ≤ 1e-3", 1e-3, lambda r: 1 < r <= 64),
@@ -99,7 +99,7 @@ def evaluate(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[st
         {"target": "n up to 10^7: no memory blow-up; oversize requests refused up front", "threshold": None,
          "status": NOT_MEASURED, "measured": None, "details": "not part of the core suite"},
     ]
-    beyond = _gap_target(rows, "more than 1024 rounds (no spec target; 2e-3 shown for reference)", 2e-3, lambda r: r > 1024)
+    beyond = _gap_target(rows, "more than 1024 rounds (no target; 2e-3 shown for reference)", 2e-3, lambda r: r > 1024)
     if beyond["status"] != NOT_MEASURED:
         beyond["status"] = "info: " + ("within 2e-3" if beyond["status"] == PASS else "above 2e-3")
         out.append(beyond)

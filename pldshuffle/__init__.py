@@ -13,9 +13,9 @@ from .mechanisms.clones import ShuffledLDP
 from .mechanisms.krr import ShuffledKRR
 from .mechanisms.generic import PairMechanism
 from .pld import LossDistribution, PrivacyLossPair
-from .results import DeltaBounds, EpsilonBounds
+from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CalibrationResult",
@@ -23,6 +23,7 @@ __all__ = [
     "EpsilonBounds",
     "FourierAccountant",
     "LossDistribution",
+    "NotAGuaranteeWarning",
     "PairFamily",
     "PairMechanism",
     "PrivacyLossPair",

@@ -44,7 +44,7 @@ def check_int(name: str, value: object, minimum: int = 1, maximum: int | None = 
     if isinstance(value, numbers.Integral):
         ivalue = int(value)
     elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
-        ivalue = int(value)
+        ivalue = int(float(value))
     elif isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     else:

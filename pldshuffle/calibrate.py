@@ -1,7 +1,7 @@
 """Calibration: the largest ε0, the smallest number of users or the largest number of rounds for a target (ε, δ).
 
 Each function searches on the **strict upper bound** ``FourierAccountant().compose(mechanism,
-num_rounds).get_epsilon(target_delta)``, then verifies its answer with one final accountant call and
+rounds).get_epsilon(target_delta)``, then verifies its answer with one final accountant call and
 returns it together with that call's :class:`~pldshuffle.results.EpsilonBounds`.
 
 The certified ε is increasing in ``local_epsilon`` and in the number of rounds and decreasing in
@@ -18,13 +18,15 @@ Examples
 >>> from pldshuffle.calibrate import calibrate_local_epsilon
 >>> res = calibrate_local_epsilon(
 ...     lambda eps0: ps.ShuffledBinaryRR(1000, eps0, dataset="khh21"),
-...     target_epsilon=0.5, target_delta=1e-6, num_rounds=1)
+...     target_epsilon=0.5, target_delta=1e-6, rounds=1)
 >>> res.bounds.upper <= 0.5
 True
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,20 +38,20 @@ from scipy import optimize
 from ._validation import check_delta, check_int, check_positive_finite, check_probability
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from .results import EpsilonBounds
+from .results import EpsilonBounds, json_safe
 
 __all__ = ["CalibrationResult", "calibrate_local_epsilon", "find_max_rounds", "find_min_users"]
 
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CalibrationResult:
     """Outcome of a calibration search, verified by a final accountant call.
 
     Attributes
     ----------
-    parameter : {"local_epsilon", "num_users", "num_rounds"}
+    parameter : {"local_epsilon", "num_users", "rounds"}
         The searched parameter.
     value : float or int
         The calibrated value: ``bounds.upper <= target_epsilon`` holds at it.
@@ -62,10 +64,12 @@ class CalibrationResult:
         (the answer may then lie beyond the limit).
     mechanism : ShuffleMechanism
         The mechanism at ``value``.
-    num_rounds : int
+    rounds : int
         Rounds composed at ``value``.
     target_epsilon, target_delta : float
         The target.
+
+    ``str(result)`` is one readable line; :meth:`to_dict` / :meth:`to_json` give the JSON form.
     """
 
     parameter: str
@@ -73,9 +77,55 @@ class CalibrationResult:
     bounds: EpsilonBounds
     bracket: tuple[float | int, float | int | None]
     mechanism: ShuffleMechanism
-    num_rounds: int
+    rounds: int
     target_epsilon: float
     target_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary of the result.
+
+        Keys: ``parameter``, ``value``, ``bracket`` (``[passing, failing]``, ``failing`` ``null`` when
+        the search limit passed), ``rounds``, ``target_epsilon``, ``target_delta``, ``mechanism``
+        (``{"type": class name, "description": describe(), "parameters": {...}}``) and ``bounds``
+        (:meth:`EpsilonBounds.to_dict`).  Non-finite numbers are strings (``"inf"``).
+        """
+        mechanism = self.mechanism
+        parameters: dict[str, Any] = (
+            {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)}
+            if dataclasses.is_dataclass(mechanism) else {}
+        )
+        record: dict[str, Any] = json_safe({
+            "parameter": self.parameter,
+            "value": self.value,
+            "bracket": self.bracket,
+            "rounds": self.rounds,
+            "target_epsilon": self.target_epsilon,
+            "target_delta": self.target_delta,
+            "mechanism": {"type": type(mechanism).__name__, "description": mechanism.describe(),
+                          "parameters": parameters},
+            "bounds": self.bounds.to_dict(),
+        })
+        return record
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def __str__(self) -> str:
+        failing = self.bracket[1]
+        neighbour = "the search limit itself passed" if failing is None else f"{self.parameter} = {failing:.6g} does not"
+        return (
+            f"{self.parameter} = {self.value:.6g} meets ε ≤ {self.target_epsilon:g} at δ = {self.target_delta:g} "
+            f"({neighbour}); certified {self.bounds} for {self.rounds} round(s) of {self.mechanism.describe()}"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CalibrationResult(parameter={self.parameter!r}, value={self.value:.6g}, "
+            f"bracket=({', '.join('None' if b is None else f'{b:.6g}' for b in self.bracket)}), "
+            f"bounds={self.bounds!r}, rounds={self.rounds}, "
+            f"target_epsilon={self.target_epsilon:g}, target_delta={self.target_delta:g})"
+        )
 
 
 class _Objective:
@@ -149,14 +199,14 @@ def calibrate_local_epsilon(
     *,
     target_epsilon: float,
     target_delta: float,
-    num_rounds: int = 1,
+    rounds: int = 1,
     min_local_epsilon: float = 1e-3,
     max_local_epsilon: float = 20.0,
     rtol: float = 1e-3,
     accountant_options: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Largest local ε0 whose certified ε over ``num_rounds`` rounds is at most ``target_epsilon`` at δ.
+    """Largest local ε0 whose certified ε over ``rounds`` rounds is at most ``target_epsilon`` at δ.
 
     Parameters
     ----------
@@ -164,7 +214,7 @@ def calibrate_local_epsilon(
         ``eps0 -> mechanism``, e.g. ``lambda e: ShuffledKRR(10_000, 4, local_epsilon=e, adversary="strong")``.
     target_epsilon, target_delta : float
         The target: certified ``ε(target_delta) <= target_epsilon``.
-    num_rounds : int
+    rounds : int
         Rounds of the mechanism composed (the same ε0 in every round).
     min_local_epsilon, max_local_epsilon : float
         Search range.  If ``min_local_epsilon`` already fails, ``ValueError``; if ``max_local_epsilon``
@@ -188,20 +238,20 @@ def calibrate_local_epsilon(
         If the target is infeasible in the range (message names the parameters), or for bad input.
     """
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
-    num_rounds = check_int("num_rounds", num_rounds, minimum=1)
+    rounds = check_int("rounds", rounds, minimum=1)
     lo = check_positive_finite("min_local_epsilon", min_local_epsilon)
     hi = check_positive_finite("max_local_epsilon", max_local_epsilon)
     if lo >= hi:
         raise ValueError(f"min_local_epsilon must be < max_local_epsilon, got {lo!r} and {hi!r}")
     rtol = check_probability("rtol", rtol)
     floor = lo
-    objective = _Objective(make_mechanism, lambda _: num_rounds, target_epsilon, target_delta,
+    objective = _Objective(make_mechanism, lambda _: rounds, target_epsilon, target_delta,
                            accountant_options, progress, "local_epsilon")
 
     if not objective.passes(lo):
         raise ValueError(
             f"infeasible: even local_epsilon={lo:g} (min_local_epsilon) does not meet "
-            f"{objective.describe_target()} with num_rounds={num_rounds}; use more users, fewer rounds, a "
+            f"{objective.describe_target()} with rounds={rounds}; use more users, fewer rounds, a "
             "larger target, or a smaller min_local_epsilon"
         )
     if objective.passes(hi):
@@ -253,13 +303,13 @@ def find_min_users(
     *,
     target_epsilon: float,
     target_delta: float,
-    num_rounds: int = 1,
+    rounds: int = 1,
     min_users: int = 2,
     max_users: int = 10**6,
     accountant_options: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Smallest number of users whose certified ε over ``num_rounds`` rounds is at most ``target_epsilon``.
+    """Smallest number of users whose certified ε over ``rounds`` rounds is at most ``target_epsilon``.
 
     Parameters
     ----------
@@ -267,7 +317,7 @@ def find_min_users(
         ``num_users -> mechanism``, e.g. ``lambda n: ShuffledBinaryRR(n, 1.0)``.
     target_epsilon, target_delta : float
         The target.
-    num_rounds : int
+    rounds : int
         Rounds composed.
     min_users, max_users : int
         Search range.  The search probes ``min_users, 2·min_users, 4·min_users, …`` until one passes,
@@ -282,16 +332,16 @@ def find_min_users(
         not, unless ``value == min_users`` (then ``bracket[1] is None``).
     """
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
-    num_rounds = check_int("num_rounds", num_rounds, minimum=1)
+    rounds = check_int("rounds", rounds, minimum=1)
     min_users = check_int("min_users", min_users, minimum=2)
     max_users = check_int("max_users", max_users, minimum=min_users)
-    objective = _Objective(make_mechanism, lambda _: num_rounds, target_epsilon, target_delta,
+    objective = _Objective(make_mechanism, lambda _: rounds, target_epsilon, target_delta,
                            accountant_options, progress, "num_users")
     passing, failing = _integer_search(objective, min_users, max_users, larger_passes=True)
     if passing is None:
         raise ValueError(
             f"infeasible: even num_users={max_users} (max_users) does not meet {objective.describe_target()} "
-            f"with num_rounds={num_rounds}; use a smaller local epsilon, fewer rounds, a larger target, or raise max_users"
+            f"with rounds={rounds}; use a smaller local epsilon, fewer rounds, a larger target, or raise max_users"
         )
     return _finish(objective, "num_users", passing, failing, lambda n: n + 1 if n < max_users else None)
 
@@ -321,18 +371,18 @@ def find_max_rounds(
     Returns
     -------
     CalibrationResult
-        ``parameter="num_rounds"``; ``value`` meets the target and ``value + 1`` (``bracket[1]``) does not.
+        ``parameter="rounds"``; ``value`` meets the target and ``value + 1`` (``bracket[1]``) does not.
     """
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
     if not isinstance(mechanism, ShuffleMechanism):
         raise TypeError(f"mechanism must be a pldshuffle mechanism, got {type(mechanism).__name__}")
     max_rounds = check_int("max_rounds", max_rounds, minimum=1)
     objective = _Objective(lambda _: mechanism, lambda r: r, target_epsilon, target_delta,
-                           accountant_options, progress, "num_rounds")
+                           accountant_options, progress, "rounds")
     passing, failing = _integer_search(objective, 1, max_rounds, larger_passes=False)
     if passing is None:
         raise ValueError(
             f"infeasible: even one round of {mechanism.describe()} does not meet {objective.describe_target()}; "
             "use a smaller local epsilon, more users, or a larger target"
         )
-    return _finish(objective, "num_rounds", passing, failing, lambda r: r - 1 if r > 1 else None)
+    return _finish(objective, "rounds", passing, failing, lambda r: r - 1 if r > 1 else None)

@@ -13,14 +13,18 @@ import dataclasses
 import importlib
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NoReturn
 
 from . import __version__
+from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
+from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds, json_safe
 
 __all__ = ["main"]
 
@@ -128,28 +132,43 @@ def _mechanism_class(kind: str) -> type:
         raise _CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
     module_name, class_name = MECHANISMS[kind]
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls: type = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
         raise _CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
     return cls
 
 
-def _parameter_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+def _flag(name: str) -> str:
+    """Command-line flag of a mechanism parameter: ``local_epsilon`` -> ``--local-epsilon``."""
+    return "--" + name.replace("_", "-")
 
 
-def _build(kind: str, parameters: dict[str, Any]) -> ShuffleMechanism:
+def _build(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
+    """Construct mechanism ``kind``; errors name the flags (``origin=None``: --mechanism and its flags)
+    or the parameter keys of ``origin`` (a --compose or --spec entry)."""
     cls = _mechanism_class(kind)
-    valid = _parameter_names(cls)
+    fields = dataclasses.fields(cls)
+    valid = tuple(f.name for f in fields)
+    name = _flag if origin is None else str
+    where = f"--mechanism {kind}" if origin is None else f"{origin} (mechanism {kind!r})"
     unknown = sorted(set(parameters) - set(valid))
     if unknown:
         raise _CLIError(
-            f"parameter(s) {', '.join(unknown)} do not apply to mechanism {kind!r}; valid: {', '.join(valid)}"
+            f"{', '.join(map(name, unknown))} not valid for {where}; valid: {', '.join(map(name, valid))}"
         )
+    missing = [f.name for f in fields if f.name not in parameters and f.init
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise _CLIError(f"{', '.join(map(name, missing))} {'is' if len(missing) == 1 else 'are'} required for {where}")
     try:
-        return cls(**parameters)
-    except TypeError as exc:  # e.g. a missing required parameter
-        raise _CLIError(f"mechanism {kind!r}: {exc}") from None
+        mechanism: ShuffleMechanism = cls(**parameters)
+    except ValueError as exc:  # the library names Python parameters: translate them for the user
+        message = str(exc)
+        if origin is None:
+            for parameter in sorted(valid, key=len, reverse=True):
+                message = re.sub(rf"(?<![\w-]){parameter}(?!\w)", _flag(parameter), message)
+        raise _CLIError(f"{where}: {message}") from None
+    return mechanism
 
 
 def _kind_of(mechanism: ShuffleMechanism) -> str:
@@ -190,7 +209,8 @@ def _parse_compose(spec: str) -> tuple[str, dict[str, Any], int]:
     return kind, parameters, count
 
 
-def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any]]:
+def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
+    """``(kind, parameters, count, origin)`` of every entry of a JSON spec file."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -205,7 +225,8 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any]]:
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "mechanism" not in entry or not isinstance(entry.get("parameters", {}), dict):
             raise _CLIError(f"--spec {path}: entry {i} needs \"mechanism\" and a \"parameters\" object")
-        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1)))
+        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1),
+                    f"--spec {path} entry {i}"))
     return out
 
 
@@ -216,41 +237,27 @@ def _single_parameters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _ledger(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int]]:
-    entries: list[tuple[str, dict[str, Any], Any]] = []
+    entries: list[tuple[str, dict[str, Any], Any, str | None]] = []
     single = _single_parameters(args)
     if args.mechanism is not None:
-        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1))
+        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1, None))
     elif single or args.rounds is not None:
-        raise _CLIError("mechanism flags (--num-users, --local-epsilon, ..., --rounds) need --mechanism")
-    entries += [_parse_compose(s) for s in args.compose]
+        flags = [_flag(name) for name in (*single, *(("rounds",) if args.rounds is not None else ()))]
+        raise _CLIError(f"{', '.join(flags)} given without --mechanism (they set its parameters)")
+    entries += [(*_parse_compose(s), f"--compose {s!r}") for s in args.compose]
     if args.spec is not None:
         entries += _read_spec(args.spec)
     if not entries:
         raise _CLIError("no mechanism given: use --mechanism (see --help), --compose or --spec")
-    return [(_build(kind, params), count) for kind, params, count in entries]
+    return [(_build(kind, params, origin), count) for kind, params, count, origin in entries]
 
 
 # ---------------------------------------------------------------------- output
-def _json_safe(value: Any) -> Any:
-    """Convert numpy scalars / arrays, tuples and non-finite floats ("inf", "-inf", "nan") for JSON."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _json_safe(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
 def _mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]:
     return {
         "mechanism": _kind_of(mechanism),
         "description": mechanism.describe(),
-        "parameters": {name: getattr(mechanism, name) for name in _parameter_names(type(mechanism))},
+        "parameters": {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)},  # type: ignore[arg-type]
         "count": count,
     }
 
@@ -267,7 +274,7 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: Any) -> str:
+def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: EpsilonBounds | DeltaBounds) -> str:
     lines = ["Privacy statement (pldshuffle %s)" % __version__]
     for mechanism, count in ledger:
         lines.append(f"  mechanism: {mechanism.describe()}")
@@ -278,6 +285,8 @@ def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, quer
     if query == "epsilon":
         lines.append(f"  delta: {value:g}")
         lines.append(f"  certified epsilon bracket: [{_fmt(bounds.lower)}, {_fmt(bounds.upper)}]")
+        if math.isinf(bounds.upper):
+            lines.append(f"  note: {INFINITE_EPSILON_NOTE}")
         claim = f"({_fmt(bounds.upper)}, {value:g})-DP"
     else:
         lines.append(f"  epsilon: {value:g}")
@@ -294,18 +303,12 @@ def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, quer
     return "\n".join(lines)
 
 
-def _record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: Any) -> dict[str, Any]:
+def _record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, bounds: EpsilonBounds | DeltaBounds) -> dict[str, Any]:
     return {
         "mechanisms": [_mechanism_record(m, c) for m, c in ledger],
         "rounds": rounds,
         "neighbouring_relation": "replace-one",
-        ("delta" if query == "epsilon" else "epsilon"): value,
-        "quantity": query,
-        "lower": bounds.lower,
-        "upper": bounds.upper,
-        "is_guarantee": bounds.is_guarantee,
-        "caveats": list(bounds.caveats),
-        "diagnostics": dict(bounds.diagnostics),
+        **bounds.to_dict(),
     }
 
 
@@ -328,6 +331,7 @@ def _run_query(args: argparse.Namespace) -> int:
     report = _progress(args)
     if accountant.rounds > 1:
         report(f"computing {accountant.rounds} composed rounds…")
+    bounds: EpsilonBounds | DeltaBounds
     if args.command == "epsilon":
         value, bounds = args.delta, accountant.get_epsilon_bounds(args.delta)
     else:
@@ -342,15 +346,15 @@ def _emit(
     rounds: int,
     query: str,
     value: float,
-    bounds: Any,
+    bounds: EpsilonBounds | DeltaBounds,
     extra: dict[str, Any] | None,
 ) -> None:
     """Print the JSON record or the statement (preceded by the calibration line for ``calibrate``)."""
     if args.json:
-        record = _record(ledger, rounds, query, value, bounds)
+        record = _record(ledger, rounds, bounds)
         if extra:
             record["calibration"] = extra
-        print(json.dumps(_json_safe(record), indent=2))
+        print(json.dumps(json_safe(record), indent=2))
         return
     if extra:
         failing = extra["bracket"][1]
@@ -370,9 +374,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate_local_epsilon, find_max_rounds, find_min_users
 
     if args.mechanism is None:
-        raise _CLIError("calibrate needs --mechanism (one mechanism kind; --compose/--spec are not supported here)")
-    if args.compose or args.spec is not None:
-        raise _CLIError("calibrate takes one mechanism via --mechanism; --compose and --spec are not supported here")
+        raise _CLIError("--mechanism is required for calibrate (one mechanism kind; --compose/--spec are not supported here)")
     fixed = _single_parameters(args)
     target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": _progress(args)}
     rounds = args.rounds if args.rounds is not None else 1
@@ -382,18 +384,14 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
         raise _CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
     if args.parameter == "local-epsilon":
-        result = calibrate_local_epsilon(lambda e: _build(args.mechanism, {**fixed, "local_epsilon": e}), num_rounds=rounds, **target)
+        result = calibrate_local_epsilon(lambda e: _build(args.mechanism, {**fixed, "local_epsilon": e}), rounds=rounds, **target)
     elif args.parameter == "num-users":
-        result = find_min_users(lambda n: _build(args.mechanism, {**fixed, "num_users": n}), num_rounds=rounds, **target)
+        result = find_min_users(lambda n: _build(args.mechanism, {**fixed, "num_users": n}), rounds=rounds, **target)
     else:
         result = find_max_rounds(_build(args.mechanism, fixed), **target)
-    extra = {
-        "parameter": result.parameter,
-        "value": result.value,
-        "bracket": list(result.bracket),
-        "target_epsilon": result.target_epsilon,
-    }
-    _emit(args, ((result.mechanism, result.num_rounds),), result.num_rounds, "epsilon", args.delta, result.bounds, extra)
+    record = result.to_dict()
+    extra = {key: record[key] for key in ("parameter", "value", "bracket", "target_epsilon", "target_delta")}
+    _emit(args, ((result.mechanism, result.rounds),), result.rounds, "epsilon", args.delta, result.bounds, extra)
     return 0
 
 
@@ -404,6 +402,19 @@ def _number(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _checked(check: Callable[[float], float]) -> Callable[[str], float]:
+    """An argparse type: a number passed through a library range check, so that a bad value is reported
+    with its flag (``argument --delta: target_delta must lie in (0, 1), got 2.0``)."""
+
+    def convert(text: str) -> float:
+        try:
+            return check(_number(text))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
 
 
 def _integer(text: str) -> int:
@@ -452,14 +463,14 @@ def _parser() -> argparse.ArgumentParser:
     eps = sub.add_parser("epsilon", help="certified epsilon at a given delta", formatter_class=formatter,
                          description="Certified bracket on epsilon at a given delta.",
                          epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["epsilon"])
-    eps.add_argument("--delta", type=_number, required=True, help="target delta in (0, 1)")
+    eps.add_argument("--delta", type=_checked(check_delta), required=True, help="target delta in (0, 1)")
     _add_mechanism_options(eps, compose=True)
     _add_output_options(eps)
 
     dlt = sub.add_parser("delta", help="certified delta at a given epsilon", formatter_class=formatter,
                          description="Certified bracket on delta at a given epsilon.",
                          epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["delta"])
-    dlt.add_argument("--epsilon", type=_number, required=True, help="target epsilon (>= 0)")
+    dlt.add_argument("--epsilon", type=_checked(check_epsilon), required=True, help="target epsilon (>= 0)")
     _add_mechanism_options(dlt, compose=True)
     _add_output_options(dlt)
 
@@ -469,9 +480,9 @@ def _parser() -> argparse.ArgumentParser:
                          "largest number of rounds whose certified epsilon meets --target-epsilon at --delta.",
                          epilog=_MECHANISM_HELP.split("heterogeneous composition:")[0] + "\n" + _EXAMPLES["calibrate"])
     cal.add_argument("parameter", choices=("local-epsilon", "num-users", "rounds"), help="the parameter to search")
-    cal.add_argument("--target-epsilon", dest="target_epsilon", type=_number, required=True,
-                     help="target epsilon")
-    cal.add_argument("--delta", type=_number, required=True, help="target delta in (0, 1)")
+    cal.add_argument("--target-epsilon", dest="target_epsilon", type=_checked(partial(check_positive_finite, "target_epsilon")),
+                     required=True, help="target epsilon (> 0)")
+    cal.add_argument("--delta", type=_checked(check_delta), required=True, help="target delta in (0, 1)")
     _add_mechanism_options(cal, compose=False)
     _add_output_options(cal)
     return parser
@@ -484,10 +495,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         {"mechanisms": [{"mechanism": kind, "description": describe(), "parameters": {...}, "count": N}, ...],
          "rounds": total rounds, "neighbouring_relation": "replace-one",
-         "delta" (epsilon, calibrate) or "epsilon" (delta): the query value, "quantity": "epsilon" | "delta",
-         "lower": float, "upper": float, "is_guarantee": bool, "caveats": [str, ...],
-         "diagnostics": {...},
-         "calibration": {"parameter", "value", "bracket": [passing, failing], "target_epsilon"}  (calibrate only)}
+         ...the keys of EpsilonBounds.to_dict() (subcommands epsilon, calibrate) or DeltaBounds.to_dict()
+         (delta): "quantity": "epsilon" | "delta", "lower", "upper", "target_delta" | "target_epsilon",
+         "is_guarantee", "caveats": [str, ...], "diagnostics": {...} (and "relative_gap" for epsilon),
+         "calibration": {"parameter", "value", "bracket": [passing, failing], "target_epsilon",
+                         "target_delta"}  (calibrate only)}
 
     Non-finite numbers are written as the strings ``"inf"``, ``"-inf"``, ``"nan"``.
     """

@@ -66,7 +66,9 @@ def _draw_baselines(ax: Axes, x: NDArray[np.float64], baselines: Sequence[Baseli
         ax.plot(x, y, linestyle="--", label=label)
 
 
-def _draw_band(ax: Axes, x, lower, upper, label: str | None, color: Any) -> None:
+def _draw_band(
+    ax: Axes, x: NDArray[np.float64], lower: ArrayLike, upper: ArrayLike, label: str | None, color: Any
+) -> None:
     (line,) = ax.plot(x, upper, color=color, label=label)
     ax.fill_between(x, lower, upper, color=line.get_color(), alpha=0.3, linewidth=0)
 

@@ -1,7 +1,9 @@
 """Independent exact reference for the pldshuffle test-suite.
 
 Everything here is computed without FFT and without any loss grid, and nothing is imported
-from ``pldshuffle``.  Section numbers (§) refer to the specification ``spec/core.md``.
+from ``pldshuffle``.  Section labels (§) name the parts of ``docs/mathematics.md``: §0 = #definitions (hockey stick,
+composition), §1 = binary randomized response and §2a-§2d = k-ary randomized response (both #pairs;
+2a: KHH21 eq. (5.1), 2b: strong, 2c: weak, 2d: histogram), §3 = #clone-reductions, §4 = #accountant.
 
 Conventions
 -----------
@@ -217,7 +219,7 @@ def brute_force_krr(n: int, k: int, gamma, x, x_prime, view: str = "histogram") 
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. exact dataset pairs from the spec (generative enumeration, no FFT)
+# 2. exact dataset pairs of docs/mathematics.md#pairs (generative enumeration, no FFT)
 # ---------------------------------------------------------------------------------------------
 
 

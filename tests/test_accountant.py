@@ -115,7 +115,7 @@ def test_fft_backends_agree_within_certified_width():
 
 def test_width_target_and_diagnostics():
     b = ps.FourierAccountant().compose(_rr(1000, math.log(7), "khh21"), 64).get_epsilon_bounds(1e-6)
-    # dp-accounting at dx=1e-4 brackets this value in [2.6641, 2.6705] (anchors §2b).
+    # dp-accounting at dx=1e-4 brackets this value in [2.6641, 2.6705] (published values).
     assert b.lower <= 2.6705 and b.upper >= 2.6641
     assert b.relative_gap <= 1e-3
     for key in ("value_discretization_interval", "grid_size", "fft_backend", "wrap_around", "fft_rounding_error"):

@@ -24,10 +24,10 @@ OUT_OF_RANGE = [
         "num_users >= 1000",
     ),
     (b.efmrtt19_epsilon_result, dict(num_users=5000, local_epsilon=0.4, target_delta=0.01), "delta < 1/100"),
-    (b.efmrtt19_delta_result, dict(num_users=5000, local_epsilon=0.4, epsilon=0.01), "delta < 1/100"),
+    (b.efmrtt19_delta_result, dict(num_users=5000, local_epsilon=0.4, target_epsilon=0.01), "delta < 1/100"),
     (
         b.efmrtt19_local_epsilon_result,
-        dict(num_users=5000, epsilon=1.0, target_delta=1e-6),
+        dict(num_users=5000, target_epsilon=1.0, target_delta=1e-6),
         "local_epsilon < 1/2",
     ),
     (
@@ -35,16 +35,16 @@ OUT_OF_RANGE = [
         dict(num_users=1000, gamma=0.1, domain_size=5, target_delta=1e-7),
         "eps <= 1",
     ),
-    (b.bbgn19_thm31_delta_result, dict(num_users=10**5, gamma=0.1, domain_size=5, epsilon=1.5), "eps <= 1"),
-    (b.bbgn19_thm31_delta_result, dict(num_users=1000, gamma=0.1, domain_size=5, epsilon=0.5), "27 / eps"),
+    (b.bbgn19_thm31_delta_result, dict(num_users=10**5, gamma=0.1, domain_size=5, target_epsilon=1.5), "eps <= 1"),
+    (b.bbgn19_thm31_delta_result, dict(num_users=1000, gamma=0.1, domain_size=5, target_epsilon=0.5), "27 / eps"),
     (b.fmt20_epsilon_result, dict(num_users=10**4, local_epsilon=4.0, target_delta=1e-6), "delta >="),
     (
         b.fmt20_epsilon_result,
         dict(num_users=10**4, local_epsilon=4.0, target_delta=3e-5, variant="apple_code"),
         "delta >=",
     ),
-    (b.fmt20_delta_result, dict(num_users=100, local_epsilon=4.0, epsilon=0.5), "not valid for any delta"),
-    (b.fmt20_delta_result, dict(num_users=10**4, local_epsilon=4.0, epsilon=0.01), "certifies no epsilon"),
+    (b.fmt20_delta_result, dict(num_users=100, local_epsilon=4.0, target_epsilon=0.5), "not valid for any delta"),
+    (b.fmt20_delta_result, dict(num_users=10**4, local_epsilon=4.0, target_epsilon=0.01), "certifies no epsilon"),
     (b.fmt23_epsilon_result, dict(num_users=10**4, local_epsilon=6.0, target_delta=1e-6), "delta >="),
 ]
 
@@ -82,9 +82,9 @@ def test_delta_is_zero_beyond_local_epsilon_and_one_at_zero():
         b.bbgn19_hoeffding_delta_result,
         b.bbgn19_bennett_delta_result,
     ):
-        beyond = function(num_users=1000, local_epsilon=1.0, epsilon=1.0)
+        beyond = function(num_users=1000, local_epsilon=1.0, target_epsilon=1.0)
         assert beyond.value == 0.0 and "post-processing" in beyond.note
-        assert function(num_users=1000, local_epsilon=1.0, epsilon=0.0).value == 1.0
+        assert function(num_users=1000, local_epsilon=1.0, target_epsilon=0.0).value == 1.0
 
 
 def test_unproven_curves_are_flagged():
@@ -94,7 +94,7 @@ def test_unproven_curves_are_flagged():
     corrected = b.bbgn19_bennett_epsilon_result(num_users=5000, local_epsilon=0.4, target_delta=1e-6)
     assert not printed.proven and "not a proven bound" in printed.note
     assert corrected.proven and printed.value != corrected.value
-    c1 = b.bbgn19_thm31_delta_result(num_users=1000, gamma=0.1, domain_size=5, epsilon=3.0, strict=False)
+    c1 = b.bbgn19_thm31_delta_result(num_users=1000, gamma=0.1, domain_size=5, target_epsilon=3.0, strict=False)
     assert not c1.proven and 0.0 < c1.value < 1.0
 
 
@@ -103,7 +103,7 @@ def test_fmt23_results_carry_the_restricted_class_label():
         "restricted class"
         in b.fmt23_epsilon_result(num_users=10**5, local_epsilon=2.0, target_delta=1e-6).note
     )
-    limited = b.fmt23_delta_result(num_users=10**4, local_epsilon=2.0, epsilon=3.0)
+    limited = b.fmt23_delta_result(num_users=10**4, local_epsilon=2.0, target_epsilon=3.0)
     assert "restricted class" in limited.note and "validity range" in limited.note
     assert b.fmt20_epsilon_result(num_users=10**5, local_epsilon=2.0, target_delta=1e-6).note is None
 
@@ -138,9 +138,9 @@ EF = dict(num_users=5000, local_epsilon=0.4, target_delta=1e-6)
 FMT = dict(num_users=10**5, local_epsilon=1.0)
 KRR = dict(num_users=100, gamma=0.1, domain_size=5, target_delta=1e-6)
 BLANKET = dict(num_users=100, local_epsilon=1.0, target_delta=1e-6)
-CAL = dict(bound="hoeffding", num_users=100, epsilon=0.1, target_delta=1e-6)
+CAL = dict(bound="hoeffding", num_users=100, target_epsilon=0.1, target_delta=1e-6)
 RDP = dict(local_epsilon=1.0, alpha=2.0)
-RDP_EPS = dict(local_epsilon=1.0, epsilon=1.0)
+RDP_EPS = dict(local_epsilon=1.0, target_epsilon=1.0)
 GDP = dict(num_users=10, local_epsilon=1.0, target_delta=1e-6)
 COMP = dict(round_epsilon=1.0, round_delta=0.0, rounds=2)
 
@@ -152,8 +152,8 @@ BAD_INPUT = [
     bad(b.fmt20_epsilon, ValueError, "target_delta", FMT, target_delta=0.0),
     bad(b.fmt20_epsilon, ValueError, "target_delta", FMT, target_delta=1.0),
     bad(b.fmt20_epsilon, ValueError, "variant", FMT, target_delta=1e-6, variant="v2"),
-    bad(b.fmt20_delta, ValueError, "epsilon", FMT, epsilon=-0.1),
-    bad(b.fmt23_delta, ValueError, "local_epsilon", FMT, local_epsilon=math.inf, epsilon=0.1),
+    bad(b.fmt20_delta, ValueError, "epsilon", FMT, target_epsilon=-0.1),
+    bad(b.fmt23_delta, ValueError, "local_epsilon", FMT, local_epsilon=math.inf, target_epsilon=0.1),
     bad(b.bbgn19_thm31_epsilon, ValueError, "num_users", KRR, num_users=1),
     bad(b.bbgn19_thm31_epsilon, ValueError, "gamma", KRR, gamma=1.5),
     bad(b.bbgn19_thm31_epsilon, ValueError, "exactly one", KRR, gamma=None),
@@ -164,7 +164,7 @@ BAD_INPUT = [
     bad(b.bbgn19_hoeffding_epsilon, ValueError, "domain_size", BLANKET, domain_size=4),
     bad(b.bbgn19_hoeffding_epsilon, ValueError, "local_epsilon", BLANKET, local_epsilon=None),
     bad(b.bbgn19_hoeffding_epsilon, ValueError, "gamma must be < 1", KRR, gamma=1.0, randomizer="krr"),
-    bad(b.bbgn19_bennett_delta, TypeError, "lemma56_as_printed", FMT, epsilon=0.1, lemma56_as_printed=1),
+    bad(b.bbgn19_bennett_delta, TypeError, "lemma56_as_printed", FMT, target_epsilon=0.1, lemma56_as_printed=1),
     bad(b.bbgn19_local_epsilon, ValueError, "bound", CAL, bound="chernoff"),
     bad(b.bbgn19_local_epsilon, ValueError, "thm53", CAL, bound="thm53", randomizer="krr", domain_size=2),
     bad(b.bbgn19_local_epsilon, ValueError, "max_local_epsilon", CAL, max_local_epsilon=0.05),
@@ -180,11 +180,11 @@ BAD_INPUT = [
     bad(b.gddks21_dp_epsilon, ValueError, "conversion", GDP, conversion="optimal"),
     bad(b.rdp_to_dp_epsilon, ValueError, "same shape", dict(rdp=[0.1, 0.2], alpha=[2.0], target_delta=1e-6)),
     bad(b.rdp_to_dp_epsilon, ValueError, "rdp", dict(rdp=[-0.1], alpha=[2.0], target_delta=1e-6)),
-    bad(b.rdp_to_dp_delta, TypeError, "rdp", dict(rdp=["x"], alpha=[2.0], epsilon=1.0)),
+    bad(b.rdp_to_dp_delta, TypeError, "rdp", dict(rdp=["x"], alpha=[2.0], target_epsilon=1.0)),
     bad(b.basic_composition, ValueError, "round_delta", COMP, round_delta=1.0),
     bad(b.advanced_composition, ValueError, "slack_delta", COMP, slack_delta=0.0),
     bad(b.kov_composition_bound, ValueError, "round_epsilon", COMP, round_epsilon=-1.0, slack_delta=0.1),
-    bad(b.kov_exact_delta, ValueError, "rounds", COMP, rounds=2.5, epsilon=1.0),
+    bad(b.kov_exact_delta, ValueError, "rounds", COMP, rounds=2.5, target_epsilon=1.0),
     bad(b.kov_exact_epsilon, ValueError, "target_delta", COMP, target_delta=2.0),
     bad(b.get_baseline, ValueError, "name", dict(name="fmt21")),
 ]
@@ -263,7 +263,7 @@ def test_compose_accepts_result_functions():
 # --- registry
 
 
-SETTING = dict(num_users=10**4, local_epsilon=2.0, domain_size=4, target_delta=1e-6, epsilon=0.5, rounds=2)
+SETTING = dict(num_users=10**4, local_epsilon=2.0, domain_size=4, target_delta=1e-6, target_epsilon=0.5, rounds=2)
 
 
 @pytest.mark.parametrize("name", list(b.BASELINES))

@@ -33,8 +33,8 @@ def test_fmt_epsilon_non_increasing_in_delta_and_inverse_consistent(n, eps0, d1,
 
     def delta_of(eps):
         if variant == "fmt23":
-            return b.fmt23_delta(num_users=n, local_epsilon=eps0, epsilon=eps)
-        return b.fmt20_delta(num_users=n, local_epsilon=eps0, epsilon=eps, variant=variant)
+            return b.fmt23_delta(num_users=n, local_epsilon=eps0, target_epsilon=eps)
+        return b.fmt20_delta(num_users=n, local_epsilon=eps0, target_epsilon=eps, variant=variant)
 
     low, high = sorted((d1, d2))
     e_low, e_high = eps_of(low), eps_of(high)
@@ -49,7 +49,7 @@ def test_fmt_delta_non_increasing_in_epsilon(n, eps0, e1, e2, variant):
     kwargs = dict(num_users=n, local_epsilon=eps0)
     fn = b.fmt23_delta if variant == "fmt23" else b.fmt20_delta
     low, high = sorted((e1, e2))
-    d_low, d_high = fn(epsilon=low, **kwargs), fn(epsilon=high, **kwargs)
+    d_low, d_high = fn(target_epsilon=low, **kwargs), fn(target_epsilon=high, **kwargs)
     if not math.isnan(d_low):
         assert d_high <= d_low
 
@@ -58,9 +58,9 @@ def test_fmt_delta_non_increasing_in_epsilon(n, eps0, e1, e2, variant):
 @given(n=st.integers(1000, 10**7), eps0=st.floats(0.01, 0.49), delta=st.floats(1e-12, 0.0099))
 def test_efmrtt19_inverse_pair(n, eps0, delta):
     eps = b.efmrtt19_epsilon(num_users=n, local_epsilon=eps0, target_delta=delta)
-    assert math.isclose(b.efmrtt19_delta(num_users=n, local_epsilon=eps0, epsilon=eps), delta, rel_tol=1e-9)
+    assert math.isclose(b.efmrtt19_delta(num_users=n, local_epsilon=eps0, target_epsilon=eps), delta, rel_tol=1e-9)
     assert math.isclose(
-        b.efmrtt19_local_epsilon(num_users=n, epsilon=eps, target_delta=delta), eps0, rel_tol=1e-12
+        b.efmrtt19_local_epsilon(num_users=n, target_epsilon=eps, target_delta=delta), eps0, rel_tol=1e-12
     )
 
 
@@ -69,12 +69,12 @@ def test_efmrtt19_inverse_pair(n, eps0, delta):
 def test_thm31_delta_non_increasing_where_valid(n, gamma, k, e1, e2):
     kwargs = dict(num_users=n, gamma=gamma, domain_size=k)
     low, high = sorted((e1, e2))
-    d_low, d_high = b.bbgn19_thm31_delta(epsilon=low, **kwargs), b.bbgn19_thm31_delta(epsilon=high, **kwargs)
+    d_low, d_high = b.bbgn19_thm31_delta(target_epsilon=low, **kwargs), b.bbgn19_thm31_delta(target_epsilon=high, **kwargs)
     if not (math.isnan(d_low) or math.isnan(d_high)):
         assert d_high <= d_low
     eps = b.bbgn19_thm31_epsilon(target_delta=0.5 * d_low, **kwargs) if 0 < d_low < 1 else math.nan
     if not math.isnan(eps):
-        assert b.bbgn19_thm31_delta(epsilon=eps, **kwargs) <= 0.5 * d_low * (1 + 1e-12)
+        assert b.bbgn19_thm31_delta(target_epsilon=eps, **kwargs) <= 0.5 * d_low * (1 + 1e-12)
 
 
 blanket_settings = st.one_of(
@@ -97,7 +97,7 @@ def test_bbgn19_inversion_certifies_the_target(setting, n, eps0, delta):
     kwargs = dict(num_users=n, local_epsilon=eps0, **({} if bound == "thm53" else setting))
     eps = getattr(b, f"bbgn19_{bound}_epsilon")(target_delta=delta, **kwargs)
     assert 0 < eps <= eps0
-    assert getattr(b, f"bbgn19_{bound}_delta")(epsilon=eps, **kwargs) <= delta
+    assert getattr(b, f"bbgn19_{bound}_delta")(target_epsilon=eps, **kwargs) <= delta
 
 
 @FAST
@@ -129,8 +129,8 @@ def test_tight_pure_dp_below_simpler_forms(eps0, alpha):
 def test_kov_exact_delta_non_increasing_in_epsilon(eps, delta, k, g1, g2):
     kwargs = dict(round_epsilon=eps, round_delta=delta, rounds=k)
     low, high = sorted((g1, g2))
-    assert b.kov_exact_delta(epsilon=high, **kwargs) <= b.kov_exact_delta(epsilon=low, **kwargs)
-    assert b.kov_exact_delta(epsilon=k * eps, **kwargs) <= min(1.0, k * delta) + 1e-15
+    assert b.kov_exact_delta(target_epsilon=high, **kwargs) <= b.kov_exact_delta(target_epsilon=low, **kwargs)
+    assert b.kov_exact_delta(target_epsilon=k * eps, **kwargs) <= min(1.0, k * delta) + 1e-15
 
 
 @FAST
@@ -138,7 +138,7 @@ def test_kov_exact_delta_non_increasing_in_epsilon(eps, delta, k, g1, g2):
 def test_kov_exact_below_kov_bound_below_advanced(eps, k, slack):
     kwargs = dict(round_epsilon=eps, round_delta=0.0, rounds=k)
     exact = b.kov_exact_epsilon(target_delta=slack, **kwargs)
-    assert b.kov_exact_delta(epsilon=exact, **kwargs) <= slack
+    assert b.kov_exact_delta(target_epsilon=exact, **kwargs) <= slack
     kov = b.kov_composition_bound(slack_delta=slack, **kwargs)
     advanced = b.advanced_composition(slack_delta=slack, **kwargs)
     assert exact <= kov.epsilon * (1 + 1e-12)
@@ -154,14 +154,14 @@ def test_converted_delta_non_increasing_and_improved_beats_classic(n, eps0, roun
     alpha = np.arange(2.0, 65.0)
     curve = rounds * b.gddks21_rdp_upper(num_users=n, local_epsilon=eps0, alpha=alpha)
     low, high = sorted((e1, e2))
-    d = {e: b.rdp_to_dp_delta(rdp=curve, alpha=alpha, epsilon=e) for e in (low, high)}
+    d = {e: b.rdp_to_dp_delta(rdp=curve, alpha=alpha, target_epsilon=e) for e in (low, high)}
     assert d[high] <= d[low]
     improved = b.rdp_to_dp_epsilon(rdp=curve, alpha=alpha, target_delta=1e-6)
     classic = b.rdp_to_dp_epsilon(rdp=curve, alpha=alpha, target_delta=1e-6, conversion="classic")
     assert improved <= classic
     # the two forms of the improved conversion are the same inequality
     assume(improved > 0)
-    assert math.isclose(b.rdp_to_dp_delta(rdp=curve, alpha=alpha, epsilon=improved), 1e-6, rel_tol=1e-8)
+    assert math.isclose(b.rdp_to_dp_delta(rdp=curve, alpha=alpha, target_epsilon=improved), 1e-6, rel_tol=1e-8)
 
 
 @settings(deadline=None, max_examples=8)

@@ -1,4 +1,4 @@
-"""The analytic baselines against published numbers (baselines.md, "Checks against published numbers")."""
+"""The analytic baselines against published numbers (see docs/mathematics.md#baselines)."""
 
 import math
 
@@ -56,7 +56,7 @@ NOTEBOOK_RTOL = 1e-10
 @pytest.mark.parametrize("mechanism", NOTEBOOK_PARAMETERS)
 def test_notebook_randomizer_parameters(mechanism):
     (gamma_lb, gamma_ub), max_loss, loss_range, second_moment = NOTEBOOK_PARAMETERS[mechanism]
-    p = b.blanket_parameters(epsilon=0.25, local_epsilon=4.0, **MECHANISMS[mechanism])
+    p = b.blanket_parameters(target_epsilon=0.25, local_epsilon=4.0, **MECHANISMS[mechanism])
     got = [p.log_gamma_lower, p.log_gamma_upper, p.log_max_loss, p.log_loss_range, p.log_second_moment]
     expected = [gamma_lb, gamma_ub, max_loss, loss_range, second_moment]
     np.testing.assert_allclose(np.exp(got), expected, rtol=4e-15)
@@ -65,7 +65,7 @@ def test_notebook_randomizer_parameters(mechanism):
 @pytest.mark.parametrize(("bound", "mechanism"), NOTEBOOK_BOUNDS)
 def test_notebook_delta(bound, mechanism):
     delta_fn = getattr(b, f"bbgn19_{bound}_delta")
-    got = delta_fn(num_users=N, local_epsilon=EPS0, epsilon=0.005, **MECHANISMS[mechanism])
+    got = delta_fn(num_users=N, local_epsilon=EPS0, target_epsilon=0.005, **MECHANISMS[mechanism])
     assert got == pytest.approx(NOTEBOOK_BOUNDS[bound, mechanism][0], rel=NOTEBOOK_RTOL)
 
 
@@ -79,29 +79,29 @@ def test_notebook_epsilon(bound, mechanism):
 @pytest.mark.parametrize(("bound", "mechanism"), NOTEBOOK_BOUNDS)
 def test_notebook_local_epsilon_calibration(bound, mechanism):
     result = b.bbgn19_local_epsilon_result(
-        bound=bound, num_users=N, epsilon=0.005, target_delta=1e-6, **MECHANISMS[mechanism]
+        bound=bound, num_users=N, target_epsilon=0.005, target_delta=1e-6, **MECHANISMS[mechanism]
     )
     assert result.value == pytest.approx(NOTEBOOK_BOUNDS[bound, mechanism][2], rel=NOTEBOOK_RTOL)
 
 
 def test_notebook_bennett_generic_certifies_nothing():
     # ε0 = ε is the only feasible value: the notebook prints ε itself.
-    result = b.bbgn19_local_epsilon_result(bound="bennett", num_users=N, epsilon=0.005, target_delta=1e-6)
+    result = b.bbgn19_local_epsilon_result(bound="bennett", num_users=N, target_epsilon=0.005, target_delta=1e-6)
     assert result.value == pytest.approx(0.005, rel=1e-12)
 
 
 def test_notebook_efmrtt19():
-    assert b.efmrtt19_delta(num_users=N, local_epsilon=EPS0, epsilon=0.15) == pytest.approx(
+    assert b.efmrtt19_delta(num_users=N, local_epsilon=EPS0, target_epsilon=0.15) == pytest.approx(
         0.007575677444259949, rel=1e-14
     )
     assert b.efmrtt19_epsilon(num_users=N, local_epsilon=EPS0, target_delta=1e-6) == pytest.approx(
         0.2523130449483328, rel=1e-14
     )
-    assert b.efmrtt19_local_epsilon(num_users=N, epsilon=0.005, target_delta=1e-6) == pytest.approx(
+    assert b.efmrtt19_local_epsilon(num_users=N, target_epsilon=0.005, target_delta=1e-6) == pytest.approx(
         0.00792666110628386, rel=1e-14
     )
     # the notebook's δ(ε = 0.005) is nan: δ ≈ 0.99 is not below 1/100
-    assert math.isnan(b.efmrtt19_delta(num_users=N, local_epsilon=EPS0, epsilon=0.005))
+    assert math.isnan(b.efmrtt19_delta(num_users=N, local_epsilon=EPS0, target_epsilon=0.005))
 
 
 # --- 2. Koskela, Heikkilä, Honkela (2021), App. C.
@@ -120,13 +120,13 @@ def test_khh21_c2_closed_form_equals_numeric_inverse(num_users, local_epsilon, d
     )
     closed = _khh21_c2_delta(num_users, local_epsilon, eps)
     assert closed == pytest.approx(delta, rel=1e-12)
-    numeric = b.fmt20_delta(num_users=num_users, local_epsilon=local_epsilon, epsilon=eps, variant="arxiv_v1")
+    numeric = b.fmt20_delta(num_users=num_users, local_epsilon=local_epsilon, target_epsilon=eps, variant="arxiv_v1")
     assert numeric == pytest.approx(closed, rel=1e-12)
 
 
 def test_khh21_c2_inverse_stops_at_the_validity_range():
     # where C.2 would give δ below 2 exp(-n e^{-ε0}/16), the inverse returns that minimum, with a note
-    result = b.fmt20_delta_result(num_users=10**4, local_epsilon=4.0, epsilon=1.5, variant="arxiv_v1")
+    result = b.fmt20_delta_result(num_users=10**4, local_epsilon=4.0, target_epsilon=1.5, variant="arxiv_v1")
     assert (
         _khh21_c2_delta(10**4, 4.0, 1.5)
         < result.value
@@ -166,7 +166,7 @@ def test_khh21_c1_gamma_and_local_epsilon_agree():
     assert by_gamma == pytest.approx(by_eps0, rel=1e-14)
 
 
-# --- 3. FMT23 vs FMT20 (baselines.md §5).
+# --- 3. FMT23 vs FMT20 (docs/mathematics.md#baselines).
 
 
 def test_fmt23_vs_fmt20_published_numbers():
@@ -187,7 +187,7 @@ def test_fmt23_improves_by_about_sqrt2(local_epsilon):
     assert math.expm1(fmt20) / math.expm1(fmt23) == pytest.approx(expected, rel=1e-2)
 
 
-# --- 4. Internal checks and statements of baselines.md.
+# --- 4. Internal checks and statements of docs/mathematics.md#baselines.
 
 RDP_GRID = [
     (n, eps0, alpha)
@@ -224,12 +224,12 @@ def test_kov_exact_single_round_is_the_hockey_stick(eps, delta):
     for eps_g in np.linspace(0.0, 1.2 * eps, 13):
         hockey = max(0.0, (math.exp(eps) - math.exp(eps_g)) / (1.0 + math.exp(eps)))
         expected = 1.0 - (1.0 - delta) * (1.0 - hockey)
-        got = b.kov_exact_delta(round_epsilon=eps, round_delta=delta, rounds=1, epsilon=eps_g)
+        got = b.kov_exact_delta(round_epsilon=eps, round_delta=delta, rounds=1, target_epsilon=eps_g)
         assert got == pytest.approx(expected, rel=1e-14, abs=1e-16)
 
 
 def test_thm53_beats_generic_hoeffding_at_large_local_epsilon():
-    # baselines.md §3b: n = 1e5, ε0 = 4: eq. (4) gives 1.44 while 3a certifies no amplification
+    # n = 1e5, ε0 = 4: eq. (4) gives 1.44 while 3a certifies no amplification
     assert b.bbgn19_thm53_epsilon(num_users=10**5, local_epsilon=4.0, target_delta=1e-6) == pytest.approx(
         1.44, abs=5e-3
     )
@@ -238,24 +238,24 @@ def test_thm53_beats_generic_hoeffding_at_large_local_epsilon():
 
 
 def test_hoeffding_krr_is_not_monotone_and_inverted_at_first_crossing():
-    # baselines.md §3: kRR, n = 1000, γ = 0.1, k = 5 bottoms out at δ ≈ 4e-4 near ε ≈ 3.6
+    # kRR, n = 1000, γ = 0.1, k = 5 bottoms out at δ ≈ 4e-4 near ε ≈ 3.6
     setting = dict(num_users=1000, gamma=0.1, domain_size=5, randomizer="krr")
     eps = np.linspace(2.0, 3.8, 181)
-    deltas = np.array([b.bbgn19_hoeffding_delta(epsilon=e, **setting) for e in eps])
+    deltas = np.array([b.bbgn19_hoeffding_delta(target_epsilon=e, **setting) for e in eps])
     assert eps[np.argmin(deltas)] == pytest.approx(3.6, abs=0.05)
     assert deltas.min() == pytest.approx(4.05e-4, rel=0.01)
     # target 4.5e-4 is crossed twice below ε0; the first crossing is returned
     first = b.bbgn19_hoeffding_epsilon(target_delta=4.5e-4, **setting)
     assert first < eps[np.argmin(deltas)]
-    assert b.bbgn19_hoeffding_delta(epsilon=first, **setting) <= 4.5e-4
-    assert b.bbgn19_hoeffding_delta(epsilon=first * (1 - 1e-9), **setting) > 4.5e-4
+    assert b.bbgn19_hoeffding_delta(target_epsilon=first, **setting) <= 4.5e-4
+    assert b.bbgn19_hoeffding_delta(target_epsilon=first * (1 - 1e-9), **setting) > 4.5e-4
     # below the minimum nothing is certified: ε0 = log 46 with a note
     none = b.bbgn19_hoeffding_epsilon_result(target_delta=3e-4, **setting)
     assert none.value == pytest.approx(math.log(46.0)) and none.note is not None
 
 
 def test_gddks21_conversion_needs_large_orders():
-    # baselines.md §9: at n = 1e6 the optimal order is ≈ 1500; capping at 256 inflates ε almost 3×
+    # at n = 1e6 the optimal order is ≈ 1500; capping at 256 inflates ε almost 3×
     wide = b.gddks21_dp_epsilon_result(num_users=10**6, local_epsilon=1.0, target_delta=1e-6)
     capped = b.gddks21_dp_epsilon(
         num_users=10**6, local_epsilon=1.0, target_delta=1e-6, alpha=np.arange(2, 257)
@@ -265,7 +265,7 @@ def test_gddks21_conversion_needs_large_orders():
 
 
 def test_gddks21_upper_explodes_and_is_not_monotone_when_n_is_small():
-    # baselines.md §6: at ε0 = 4, n = 1e4 the bound is about 2.5 at α = 4, and it decreases from α = 3
+    # at ε0 = 4, n = 1e4 the bound is about 2.5 at α = 4, and it decreases from α = 3
     values = b.gddks21_rdp_upper(num_users=10**4, local_epsilon=4.0, alpha=np.array([3.0, 4.0]))
     assert values[1] == pytest.approx(2.5, abs=0.05)
     assert values[0] > values[1]
@@ -275,7 +275,7 @@ def test_gddks21_upper_explodes_and_is_not_monotone_when_n_is_small():
     ("num_users", "local_epsilon", "delta_min"), [(10**4, 4.0, 2e-5), (10**6, 9.0, 9e-4)]
 )
 def test_fmt20_validity_in_khh21_settings(num_users, local_epsilon, delta_min):
-    # baselines.md §4: valid only for δ ≳ 2e-5 and ≳ 9e-4, hence null at δ = 1e-6
+    # valid only for δ ≳ 2e-5 and ≳ 9e-4, hence null at δ = 1e-6
     assert math.isnan(b.fmt20_epsilon(num_users=num_users, local_epsilon=local_epsilon, target_delta=1e-6))
     assert not math.isnan(
         b.fmt20_epsilon(num_users=num_users, local_epsilon=local_epsilon, target_delta=1.1 * delta_min)

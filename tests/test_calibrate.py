@@ -22,7 +22,7 @@ def test_local_epsilon_meets_target_and_larger_does_not():
     res = calibrate_local_epsilon(lambda e: khh21(1000, e), target_epsilon=0.5, target_delta=DELTA, rtol=1e-3)
     assert isinstance(res, CalibrationResult) and res.parameter == "local_epsilon"
     assert res.bounds.upper <= 0.5 and res.bounds.target_delta == DELTA
-    assert res.mechanism == khh21(1000, res.value) and res.num_rounds == 1
+    assert res.mechanism == khh21(1000, res.value) and res.rounds == 1
     assert certified(res.mechanism) == res.bounds.upper  # the final call is reproducible
     passing, failing = res.bracket
     assert passing == res.value < failing <= res.value * (1 + 1e-3) * (1 + 1e-12)
@@ -41,8 +41,8 @@ def test_local_epsilon_krr_strong_guarantee():
 @pytest.mark.slow
 def test_local_epsilon_worst_case_several_rounds():
     make = lambda e: ps.ShuffledBinaryRR(200, e)  # noqa: E731
-    res = calibrate_local_epsilon(make, target_epsilon=1.0, target_delta=DELTA, num_rounds=2, rtol=1e-2)
-    assert res.num_rounds == 2 and res.bounds.upper <= 1.0 and res.bounds.is_guarantee
+    res = calibrate_local_epsilon(make, target_epsilon=1.0, target_delta=DELTA, rounds=2, rtol=1e-2)
+    assert res.rounds == 2 and res.bounds.upper <= 1.0 and res.bounds.is_guarantee
     assert certified(make(res.bracket[1]), 2) > 1.0
 
 
@@ -55,7 +55,7 @@ def test_min_users_meets_target_and_fewer_do_not():
 
 def test_max_rounds_meets_target_and_more_do_not():
     res = find_max_rounds(khh21(1000, 1.0), target_epsilon=0.2, target_delta=DELTA)
-    assert res.parameter == "num_rounds" and res.value == res.num_rounds == 2 and res.bracket == (2, 3)
+    assert res.parameter == "rounds" and res.value == res.rounds == 2 and res.bracket == (2, 3)
     assert res.bounds.upper <= 0.2
     assert certified(khh21(1000, 1.0), 3) > 0.2
 
@@ -70,7 +70,7 @@ def test_search_limit_passing_is_reported():
 def test_progress_reports_each_probe():
     lines = []
     find_max_rounds(khh21(1000, 1.0), target_epsilon=0.15, target_delta=DELTA, progress=lines.append)
-    assert lines and all("num_rounds=" in line for line in lines)
+    assert lines and all("rounds=" in line for line in lines)
 
 
 def test_infeasible_targets_name_the_parameters():

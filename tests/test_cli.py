@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 
 import pytest
 
-from pldshuffle.cli import main
+import pldshuffle
+from pldshuffle.cli import _parser, main
 
 BINARY = ["--mechanism", "binary-rr", "--num-users", "1000", "--local-epsilon", "1"]
 KHH21 = [*BINARY, "--dataset", "khh21"]
@@ -34,12 +36,12 @@ def test_json_schema_and_loud_non_guarantee():
     proc = run("epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--json")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
-    assert set(record) >= {"mechanisms", "rounds", "delta", "lower", "upper", "is_guarantee", "caveats", "diagnostics"}
+    assert set(record) >= {"mechanisms", "rounds", "target_delta", "lower", "upper", "is_guarantee", "caveats", "diagnostics"}
     (entry,) = record["mechanisms"]
     assert entry["mechanism"] == "binary-rr" and entry["count"] == 2
     assert entry["parameters"] == {"num_users": 1000, "local_epsilon": 1.0, "dataset": "khh21"}
     assert "binary randomized response" in entry["description"]
-    assert record["rounds"] == 2 and record["delta"] == 1e-6
+    assert record["rounds"] == 2 and record["target_delta"] == 1e-6
     assert 0 < record["lower"] <= record["upper"]
     assert record["is_guarantee"] is False and record["caveats"]
     assert "computing" in proc.stderr  # progress for multi-round runs
@@ -55,13 +57,16 @@ def test_bad_input_one_line_exit_2():
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("pldshuffle: error:")
-    assert "local_epsilon" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--local-epsilon" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(
     "argv, needle",
     [
         (["epsilon", *BINARY, "--delta", "2"], "target_delta"),
+        (["epsilon", *BINARY, "--delta", "0"], "argument --delta: target_delta must lie in (0, 1)"),
+        (["delta", *BINARY, "--epsilon", "-1"], "argument --epsilon: target_epsilon must be a finite number >= 0"),
+        (["calibrate", "rounds", *BINARY, "--target-epsilon", "0", "--delta", "1e-6"], "argument --target-epsilon"),
         (["epsilon", "--mechanism", "foo", "--delta", "1e-6"], "invalid choice"),
         (["epsilon", "--delta", "1e-6"], "no mechanism"),
         (["epsilon", *BINARY, "--gamma", "0.2", "--delta", "1e-6"], "gamma"),
@@ -74,6 +79,20 @@ def test_bad_input_one_line_exit_2():
         (["epsilon", *BINARY], "--delta"),
         (["calibrate", "local-epsilon", *BINARY, "--target-epsilon", "1", "--delta", "1e-6"], "do not pass --local-epsilon"),
         (["calibrate", "rounds", *BINARY, "--target-epsilon", "1e-9", "--delta", "1e-6", "--quiet"], "infeasible"),
+        (["epsilon", "--mechanism", "krr", "--num-users", "100", "--gamma", "0.2", "--delta", "1e-6"],
+         "--domain-size is required for --mechanism krr"),
+        (["epsilon", "--mechanism", "ldp", "--num-users", "100", "--delta", "1e-6"],
+         "--local-epsilon is required for --mechanism ldp"),
+        (["epsilon", "--mechanism", "krr", "--num-users", "100", "--domain-size", "4", "--gamma", "0.2",
+          "--local-epsilon", "1", "--delta", "1e-6"], "exactly one of --gamma"),
+        (["epsilon", *BINARY, "--adversary", "strong", "--delta", "1e-6"], "--adversary not valid for --mechanism binary-rr"),
+        (["epsilon", "--num-users", "100", "--rounds", "2", "--delta", "1e-6"], "--num-users, --rounds given without --mechanism"),
+        (["calibrate", "rounds", "--mechanism", "krr", "--num-users", "100", "--target-epsilon", "1", "--delta", "1e-6"],
+         "--domain-size is required for --mechanism krr"),
+        (["calibrate", "num-users", "--num-users", "100", "--target-epsilon", "1", "--delta", "1e-6"],
+         "--mechanism is required for calibrate"),
+        (["calibrate", "rounds", *BINARY, "--rounds", "3", "--target-epsilon", "1", "--delta", "1e-6"],
+         "do not pass --rounds"),
         ([], ""),
     ],
 )
@@ -91,7 +110,7 @@ def test_compose_and_spec_round_trip(tmp_path, capsys):
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert [m["count"] for m in first["mechanisms"]] == [2, 1] and first["rounds"] == 3
-    assert first["epsilon"] == 0.3 and first["quantity"] == "delta" and 0 <= first["lower"] <= first["upper"]
+    assert first["target_epsilon"] == 0.3 and first["quantity"] == "delta" and 0 <= first["lower"] <= first["upper"]
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(first))
     assert main(["delta", "--spec", str(spec), "--epsilon", "0.3", "--json", "--quiet"]) == 0
@@ -116,7 +135,7 @@ def test_calibrate_subprocess():
 def test_calibrate_rounds_statement(capsys):
     assert main(["calibrate", "rounds", *KHH21, "--target-epsilon", "0.2", "--delta", "1e-6", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Calibrated num_rounds = 2: certified epsilon ") and "num_rounds = 3 does not" in out
+    assert out.startswith("Calibrated rounds = 2: certified epsilon ") and "rounds = 3 does not" in out
     assert "total rounds composed: 2" in out
 
 
@@ -127,3 +146,77 @@ def test_help_has_examples(argv, capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert "examples" in out and "binary-rr" in out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pldshuffle {pldshuffle.__version__}"
+
+
+SMALL = ["--num-users", "50", "--local-epsilon", "1"]
+#: For every subcommand, invocations that together use each flag its --help shows (checked below).
+FLAG_RUNS = {
+    "epsilon": [
+        ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--delta", "1e-3", "--json"],
+        ["--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5", "--adversary", "strong",
+         "--delta", "1e-3", "--quiet"],
+        ["--mechanism", "ldp", *SMALL, "--reduction", "fmt23", "--delta", "1e-3"],
+        ["--compose", "binary-rr:num_users=50,local_epsilon=1,dataset=khh21:count=2", "--spec", "SPEC", "--delta", "1e-3"],
+    ],
+    "delta": [
+        ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--epsilon", "0.5", "--json"],
+        ["--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5", "--adversary", "weak",
+         "--epsilon", "0.5", "--quiet"],
+        ["--mechanism", "ldp", *SMALL, "--reduction", "fmt20", "--epsilon", "0.5"],
+        ["--compose", "binary-rr:num_users=50,local_epsilon=1,dataset=khh21", "--spec", "SPEC", "--epsilon", "0.5"],
+    ],
+    "calibrate": [
+        ["rounds", "--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--target-epsilon", "2", "--delta", "1e-3",
+         "--json", "--quiet"],
+        ["local-epsilon", "--mechanism", "binary-rr", "--num-users", "50", "--dataset", "khh21", "--rounds", "2",
+         "--target-epsilon", "1", "--delta", "1e-3", "--quiet"],
+        ["num-users", "--mechanism", "ldp", "--local-epsilon", "1", "--reduction", "fmt23", "--target-epsilon", "1",
+         "--delta", "1e-3", "--quiet"],
+        ["rounds", "--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5",
+         "--adversary", "strong", "--target-epsilon", "2", "--delta", "1e-3"],
+    ],
+}
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+@pytest.mark.parametrize("command", sorted(FLAG_RUNS))
+def test_every_shown_flag_is_exercised(command):
+    shown = {opt for a in _subparsers()[command]._actions for opt in a.option_strings if opt.startswith("--")}
+    used = {word for argv in FLAG_RUNS[command] for word in argv if word.startswith("--")}
+    assert used == shown - {"--help"}
+
+
+@pytest.mark.parametrize("command, index", [(c, i) for c, runs in sorted(FLAG_RUNS.items()) for i in range(len(runs))])
+def test_every_shown_flag_works(command, index, tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps([{"mechanism": "binary-rr", "parameters": {"num_users": 40, "local_epsilon": 0.5,
+                                                                          "dataset": "khh21"}}]))
+    argv = [command, *(str(spec) if word == "SPEC" else word for word in FLAG_RUNS[command][index])]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    if "--json" in argv:
+        assert json.loads(out)["upper"] is not None
+    else:
+        assert "Privacy statement" in out
+    if "--quiet" in argv:
+        assert err == ""
+
+
+def test_infinite_epsilon_statement_explains(capsys):
+    argv = ["epsilon", "--mechanism", "krr", "--num-users", "50", "--domain-size", "4", "--gamma", "0.25",
+            "--adversary", "strong", "--delta", "1e-12", "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "certified epsilon bracket: [inf, inf]" in out and "note: no finite epsilon is certified" in out

@@ -1,4 +1,4 @@
-"""Tests of the clone reductions (pldshuffle.mechanisms.clones, core spec §3).
+"""Tests of the clone reductions (pldshuffle.mechanisms.clones, docs/mathematics.md#clone-reductions).
 
 The independent ground truth is ``tests/reference.py`` (generative enumeration of the clone pairs,
 explicit products for composition, brute force of the real shuffled mechanisms; no FFT, no grid,
@@ -473,14 +473,14 @@ def test_clones_dominate_shuffled_krr(n, k, eps0):
     [(10**5, 4.0, 0.1182), (10**6, 4.0, 0.0343), (10**6, 9.0, 0.5286)],
 )
 def test_one_round_fmt23_anchors(n, eps0, published):
-    """anchors.md §2a (Wang et al.'s code = FMT23 strong clone bound), δ = 1e-6, one round."""
+    """published values (Wang et al.'s code = FMT23 strong clone bound), δ = 1e-6, one round."""
     b = ps.FourierAccountant().compose(ShuffledLDP(n, eps0, "fmt23")).get_epsilon_bounds(1e-6)
     assert b.relative_gap <= 1e-4
     assert b.upper == pytest.approx(published, rel=1e-3)
 
 
 def test_one_round_fmt20_inside_published_bracket():
-    """anchors.md §2a: FMT20 (apple code) bracket 0.0493 / 0.0501 at n=1e6, ε0=4, δ=1e-6."""
+    """published values: FMT20 (apple code) bracket 0.0493 / 0.0501 at n=1e6, ε0=4, δ=1e-6."""
     b = ps.FourierAccountant().compose(ShuffledLDP(10**6, 4.0, "fmt20")).get_epsilon_bounds(1e-6)
     assert b.relative_gap <= 1e-4
     assert 0.0492 <= b.lower <= b.upper <= 0.0501

@@ -1,7 +1,7 @@
-"""Tests of the shuffled k-ary randomized response pairs (core spec §2; pldshuffle.mechanisms.krr).
+"""Tests of the shuffled k-ary randomized response pairs (docs/mathematics.md#pairs; pldshuffle.mechanisms.krr).
 
 The exact values are checked against the independent reference of ``tests/reference.py`` (generative
-enumeration of the spec's pairs, no grid), the published numbers of core.md / anchors.md, and the
+enumeration of the pairs, no grid), the published numbers of the papers, and the
 theorems relating the adversaries (each view is a post-processing of the next).
 """
 
@@ -103,7 +103,7 @@ def test_invalid_tail_mass_is_named(tail_mass):
 
 @pytest.mark.parametrize(("k", "gamma", "exp_eps0"), [(4, 0.25, 13.0), (5, 0.1, 46.0), (2, 0.5, 3.0), (10, 1.0, 1.0)])
 def test_gamma_epsilon0_conversion(k, gamma, exp_eps0):
-    # γ = k / (e^{ε0} + k - 1)  <=>  ε0 = log(1 + k(1-γ)/γ)  (BBGN19 Lemma 5.1; baselines.md examples).
+    # γ = k / (e^{ε0} + k - 1)  <=>  ε0 = log(1 + k(1-γ)/γ)  (BBGN19 Lemma 5.1).
     by_gamma = ShuffledKRR(100, k, gamma=gamma)
     assert by_gamma.gamma == gamma and by_gamma.local_epsilon is None
     assert by_gamma.blanket_probability == gamma
@@ -176,7 +176,7 @@ def test_total_mass_and_truncation_budget(adversary, n, k, gamma, tail_mass):
     total = math.fsum(dist.masses) + dist.infinity_mass + dist.truncated_mass
     assert total == pytest.approx(1.0, abs=1e-12)
     assert dist.truncated_mass <= COORDINATES[adversary] * tail_mass * (1 + 1e-9) + 1e-300
-    # Sanity identity (core §0): Σ ω e^{-s} = Q({P > 0}) <= 1; for these symmetric pairs it is
+    # Sanity identity (docs/mathematics.md#definitions): Σ ω e^{-s} = Q({P > 0}) <= 1; for these symmetric pairs it is
     # 1 - δ_∞ up to the dropped mass.
     tilted = math.fsum(dist.masses * np.exp(-dist.losses))
     assert tilted <= 1.0 + 1e-12
@@ -187,7 +187,7 @@ def test_total_mass_and_truncation_budget(adversary, n, k, gamma, tail_mass):
 @pytest.mark.parametrize("adversary", ["strong", "khh21"])
 @pytest.mark.parametrize(("n", "k", "gamma"), [(2, 2, 0.5), (6, 4, 0.3), (40, 3, 0.2)])
 def test_strong_infinity_mass_closed_form(adversary, n, k, gamma):
-    # δ_∞ = (1-γ)(1-g)^{n-1} (strong), (1-g)^{n-1} (khh21): P-mass of M2 = 0 (core §2b).
+    # δ_∞ = (1-γ)(1-g)^{n-1} (strong), (1-g)^{n-1} (khh21): P-mass of M2 = 0 (docs/mathematics.md#pairs).
     dist = forward(ShuffledKRR(n, k, gamma=gamma, adversary=adversary))
     weight = 1 - gamma if adversary == "strong" else 1.0
     assert dist.infinity_mass == pytest.approx(weight * (1 - gamma / k) ** (n - 1), rel=1e-12)
@@ -264,7 +264,7 @@ def test_chain_for_binary_domain():
 
 
 def test_khh21_figure_anchor():
-    """n=1000, k=4, γ=0.25, one round: KHH21's stored strong-adversary values (anchors.md §2c)."""
+    """n=1000, k=4, γ=0.25, one round: KHH21's stored strong-adversary values."""
     pair = ShuffledKRR(1000, 4, gamma=0.25, adversary="khh21").pair_family().upper[0]
     assert epsilon_upper(pair, 1e-4) == pytest.approx(0.54733, abs=1e-4)
     assert epsilon_upper(pair, 1e-7) == pytest.approx(0.89029, abs=1e-4)
@@ -273,11 +273,11 @@ def test_khh21_figure_anchor():
 @pytest.mark.parametrize(
     ("n", "k", "gamma", "adversary", "eps", "delta", "rel"),
     [
-        (1000, 4, 0.25, "strong", 0.5, 1.68e-4, 5e-3),  # core §2b (values printed to 2-3 digits)
-        (1000, 4, 0.1, "histogram", 0.5, 3.50e-3, 2e-3),  # core §2a
+        (1000, 4, 0.25, "strong", 0.5, 1.68e-4, 5e-3),  # docs/mathematics.md#pairs (values printed to 2-3 digits)
+        (1000, 4, 0.1, "histogram", 0.5, 3.50e-3, 2e-3),  # docs/mathematics.md#pairs
         (1000, 4, 0.1, "histogram", 0.75, 2.89e-4, 2e-3),
         (100, 10, 0.1, "histogram", 0.3, 0.419, 2e-3),
-        (1000, 2, 0.1, "weak", 0.5, 2.4e-4, 2e-2),  # core §2b
+        (1000, 2, 0.1, "weak", 0.5, 2.4e-4, 2e-2),  # docs/mathematics.md#pairs
     ],
 )
 def test_published_spec_values(n, k, gamma, adversary, eps, delta, rel):
@@ -337,7 +337,7 @@ def test_build_time(n, adversary, seconds):
     [(4, 1.17464, 1.77510), (16, 2.58666, 3.72249)],
 )
 def test_khh21_figure_values_composed(rounds, at_1e4, at_1e7):
-    # KHH21's stored figure values (anchors.md §2c) for the 2-D strong pair without the atom; theirs are
+    # KHH21's stored figure values for the 2-D strong pair without the atom; theirs are
     # discretised upper estimates, so they may sit up to ~1e-4 above our certified bracket.
     acc = ps.FourierAccountant().compose(ShuffledKRR(1000, 4, gamma=0.25, adversary="khh21"), rounds)
     for delta, published in ((1e-4, at_1e4), (1e-7, at_1e7)):

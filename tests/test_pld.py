@@ -33,7 +33,7 @@ def test_bad_pmfs_rejected(bad):
 
 
 def test_binary_rr_family_matches_spec_values():
-    # core spec §1: n=3, e^{eps0}=3, eps=0 gives 0.28125 (m=0) and 0.3125 (m=1).
+    # docs/mathematics.md#pairs: n=3, e^{eps0}=3, eps=0 gives 0.28125 (m=0) and 0.3125 (m=1).
     family = ps.ShuffledBinaryRR(3, math.log(3.0)).pair_family()
     values = [p.delta_bounds(0.0) for p in family.upper]
     assert values[0][0][0] <= 0.28125 <= values[0][1][0]

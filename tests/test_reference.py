@@ -1,8 +1,9 @@
 """Tests of the independent exact reference (tests/reference.py) against brute force.
 
-They re-establish the facts of spec §5 with code that shares nothing with pldshuffle:
-the exact pairs of §1-§3 agree with enumeration of the real shuffled mechanisms, and the
-exact accountant (explicit products, no FFT) is self-consistent.
+They re-establish the facts stated in ``docs/mathematics.md`` with code that shares nothing with
+pldshuffle: the exact pairs of §1-§3 agree with enumeration of the real shuffled mechanisms, and the
+exact accountant (explicit products, no FFT) is self-consistent.  The § labels are those of
+``tests/reference.py``.
 """
 
 import functools
@@ -275,7 +276,7 @@ def test_krr_gamma_matches_eps0():
 
 
 # ------------------------------------------------------------------------------------------
-# closed forms written in the spec vs the generative pairs (exact)
+# closed forms of docs/mathematics.md vs the generative pairs (exact)
 # ------------------------------------------------------------------------------------------
 
 

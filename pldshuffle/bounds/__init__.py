@@ -1,6 +1,7 @@
 """Analytic and prior-art privacy bounds for the shuffle model, as baselines for the accountant.
 
-Every bound of ``baselines.md`` is a documented function citing its paper and theorem.
+Every bound is a documented function citing its paper and theorem; which bound is valid where, and
+which published forms are corrected, is explained in ``docs/mathematics.md#baselines``.
 
 Calling convention
 ------------------

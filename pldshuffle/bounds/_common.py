@@ -15,6 +15,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -79,7 +80,7 @@ def plain_float(result_function: Callable[..., BoundResult]) -> Callable[..., fl
     name = result_function.__name__.removesuffix("_result")
 
     @functools.wraps(result_function)
-    def plain(*args, **kwargs) -> float:
+    def plain(*args: Any, **kwargs: Any) -> float:
         return result_function(*args, **kwargs).value
 
     plain.__name__ = plain.__qualname__ = name
@@ -88,7 +89,7 @@ def plain_float(result_function: Callable[..., BoundResult]) -> Callable[..., fl
         f"Returns its ``.value``: ``nan`` where the bound gives no guarantee; call "
         f"``{result_function.__name__}`` to get the reason.\n"
     )
-    plain.__signature__ = inspect.signature(result_function).replace(return_annotation=float)
+    plain.__signature__ = inspect.signature(result_function).replace(return_annotation=float)  # type: ignore[attr-defined]
     return plain
 
 
@@ -120,7 +121,8 @@ def log_sum_exp(values: Sequence[float] | np.ndarray) -> float:
 
 def log_binomial_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
     """``log Bin(n, p)(k)`` via ``gammaln`` (as ``scipy.stats.binom.logpmf``, without its import cost)."""
-    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
+    log_pmf: np.ndarray = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
+    return log_pmf
 
 
 def log1mexp(x: float) -> float:
@@ -151,7 +153,7 @@ def refine(excess: Callable[[float], float], x_ok: float, x_bad: float, xtol: fl
     ``brentq`` may stop on the wrong side of the boundary; the root is then moved towards ``x_ok``
     by doubling steps until ``excess <= 0``, so the returned point always satisfies the bound.
     """
-    x = brentq(excess, x_ok, x_bad, xtol=xtol)
+    x = float(brentq(excess, x_ok, x_bad, xtol=xtol))
     step = xtol
     while excess(x) > 0.0:
         x += math.copysign(step, x_ok - x)
@@ -162,7 +164,7 @@ def refine(excess: Callable[[float], float], x_ok: float, x_bad: float, xtol: fl
 
 
 def first_crossing(
-    function: Callable[[float], float], target: float, grid: Sequence[float], xtol: float = XTOL
+    function: Callable[[float], float], target: float, grid: Sequence[float] | np.ndarray, xtol: float = XTOL
 ) -> float | None:
     """Smallest ``x`` (up to ``xtol``) with ``function(x) <= target``, scanning ``grid`` upwards.
 
@@ -181,7 +183,7 @@ def first_crossing(
 
 
 def last_feasible_of_first_run(
-    function: Callable[[float], float], target: float, grid: Sequence[float], xtol: float = XTOL
+    function: Callable[[float], float], target: float, grid: Sequence[float] | np.ndarray, xtol: float = XTOL
 ) -> float | None:
     """Largest ``x`` of the first run of grid points with ``function(x) <= target``, refined.
 
@@ -251,5 +253,5 @@ def check_flag(name: str, value: object) -> bool:
 
 
 def check_target_epsilon(value: object) -> float:
-    """``epsilon`` (the ε at which δ is evaluated) in ``[0, inf)``."""
-    return check_epsilon(value, "epsilon")
+    """``target_epsilon`` (the ε at which δ is evaluated) in ``[0, inf)``."""
+    return check_epsilon(value, "target_epsilon")

@@ -102,6 +102,8 @@ def log_blanket_parameters(randomizer: str, eps0: float, eps: float, k: int | No
     if randomizer == "generic":
         return _generic(eps0, eps)
     if randomizer == "krr":
+        if k is None:
+            raise ValueError("randomizer='krr' needs the domain size k")
         return _krr(eps0, eps, k)
     return _laplace(eps0, eps)
 
@@ -135,7 +137,7 @@ def resolve_randomizer(
 def blanket_parameters(
     *,
     randomizer: str,
-    epsilon: float,
+    target_epsilon: float,
     local_epsilon: float | None = None,
     domain_size: int | None = None,
     gamma: float | None = None,
@@ -147,7 +149,7 @@ def blanket_parameters(
     randomizer : {"generic", "krr", "laplace"}
         Any ε0-LDP randomizer (Lemma 5.4), k-ary randomized response (Lemma 5.7), or the Laplace
         mechanism on [0, 1] (Lemma 5.8).
-    epsilon : float
+    target_epsilon : float
         Central ε, ``0 <= ε < ε0``.
     local_epsilon : float, optional
         ε0 > 0 (required except for ``krr`` given by ``gamma``).
@@ -162,7 +164,7 @@ def blanket_parameters(
     Examples
     --------
     >>> import math
-    >>> p = blanket_parameters(randomizer="krr", epsilon=0.25, local_epsilon=4.0, domain_size=2)
+    >>> p = blanket_parameters(randomizer="krr", target_epsilon=0.25, local_epsilon=4.0, domain_size=2)
     >>> round(math.exp(p.log_max_loss), 6)
     1.917838
 
@@ -171,10 +173,10 @@ def blanket_parameters(
     Balle, Bell, Gascón, Nissim, CRYPTO 2019, Lemmas 5.1, 5.2, 5.4, 5.7, 5.8.
     """
     name, eps0, k = resolve_randomizer(randomizer, local_epsilon, domain_size, gamma)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     if not eps < eps0:
         raise ValueError(
             f"epsilon must be < local_epsilon (the amplification variable is only used there); "
-            f"got epsilon={eps!r}, local_epsilon={eps0!r}"
+            f"got target_epsilon={eps!r}, local_epsilon={eps0!r}"
         )
     return log_blanket_parameters(name, eps0, eps, k)

@@ -45,7 +45,7 @@ from ._common import (
     log_sum_exp,
     plain_float,
 )
-from .bbgn19_blanket import log_blanket_parameters, resolve_randomizer
+from .bbgn19_blanket import BlanketParameters, log_blanket_parameters, resolve_randomizer
 
 __all__ = [
     "BBGN19_BOUNDS",
@@ -110,7 +110,7 @@ class _Blanket:
             return prefix + 2.0 * p.log_loss_range - math.log(4.0) - log_a + n * math.log1p(-gamma * shrink)
         return prefix + self._log_bennett_sum(p, log_a, gamma)
 
-    def _log_bennett_sum(self, p, log_a: float, gamma: float) -> float:
+    def _log_bennett_sum(self, p: BlanketParameters, log_a: float, gamma: float) -> float:
         """``log[b_+ / log(1+β) Σ_m Bin(n,γ)(m) e^{-m x}]`` with ``x = c h(β) / b_+²``."""
         n = self.num_users
         beta = math.exp(log_a + p.log_max_loss - p.log_second_moment)
@@ -157,8 +157,8 @@ def _blanket(
     return _Blanket(bound, name, n, eps0, k, check_flag("lemma56_as_printed", printed))
 
 
-def _delta_result(setting: _Blanket, epsilon: object) -> BoundResult:
-    eps = check_target_epsilon(epsilon)
+def _delta_result(setting: _Blanket, target_epsilon: object) -> BoundResult:
+    eps = check_target_epsilon(target_epsilon)
     if eps >= setting.local_epsilon:
         return setting.result(0.0, note="epsilon >= local_epsilon: delta = 0 by post-processing")
     return setting.result(setting.delta(eps))
@@ -168,14 +168,14 @@ def _epsilon_result(setting: _Blanket, target_delta: object) -> BoundResult:
     delta = check_delta(target_delta)
     eps0 = setting.local_epsilon
     value = first_crossing(setting.delta, delta, epsilon_grid(eps0))
-    if value >= eps0:
+    if value is None or value >= eps0:
         return setting.result(
             eps0, note="no amplification certified: delta(eps) > target for all eps < local_epsilon"
         )
     return setting.result(value)
 
 
-def bbgn19_thm53_delta_result(*, num_users: int, local_epsilon: float, epsilon: float) -> BoundResult:
+def bbgn19_thm53_delta_result(*, num_users: int, local_epsilon: float, target_epsilon: float) -> BoundResult:
     """δ(ε) of BBGN19 Thm 5.3, eq. (4), for any ε0-LDP randomizer.
 
     .. math:: \\delta = \\frac{(e^\\varepsilon+1)^2(e^{\\varepsilon_0}-e^{-\\varepsilon_0})^2}
@@ -191,7 +191,7 @@ def bbgn19_thm53_delta_result(*, num_users: int, local_epsilon: float, epsilon: 
         Number of users n.
     local_epsilon : float
         ε0 > 0.
-    epsilon : float
+    target_epsilon : float
         ε >= 0.
 
     Returns
@@ -202,7 +202,7 @@ def bbgn19_thm53_delta_result(*, num_users: int, local_epsilon: float, epsilon: 
     ----------
     Balle, Bell, Gascón, Nissim, "The privacy blanket of the shuffle model", CRYPTO 2019, Thm 5.3.
     """
-    return _delta_result(_blanket("thm53", num_users, "generic", local_epsilon, None, None), epsilon)
+    return _delta_result(_blanket("thm53", num_users, "generic", local_epsilon, None, None), target_epsilon)
 
 
 def bbgn19_thm53_epsilon_result(*, num_users: int, local_epsilon: float, target_delta: float) -> BoundResult:
@@ -217,7 +217,7 @@ def bbgn19_thm53_epsilon_result(*, num_users: int, local_epsilon: float, target_
 def bbgn19_hoeffding_delta_result(
     *,
     num_users: int,
-    epsilon: float,
+    target_epsilon: float,
     randomizer: str = "generic",
     local_epsilon: float | None = None,
     domain_size: int | None = None,
@@ -234,7 +234,7 @@ def bbgn19_hoeffding_delta_result(
     ----------
     num_users : int
         Number of users n.
-    epsilon : float
+    target_epsilon : float
         ε >= 0.
     randomizer : {"generic", "krr", "laplace"}
         Parameters of Lemma 5.4 (any ε0-LDP randomizer), 5.7 (kRR) or 5.8 (Laplace on [0, 1]).
@@ -252,7 +252,7 @@ def bbgn19_hoeffding_delta_result(
     Balle, Bell, Gascón, Nissim, CRYPTO 2019, Lemmas 5.3-5.5, 5.7, 5.8 and Fig. 3 ("Hoeffding").
     """
     return _delta_result(
-        _blanket("hoeffding", num_users, randomizer, local_epsilon, domain_size, gamma), epsilon
+        _blanket("hoeffding", num_users, randomizer, local_epsilon, domain_size, gamma), target_epsilon
     )
 
 
@@ -277,7 +277,7 @@ def bbgn19_hoeffding_epsilon_result(
 def bbgn19_bennett_delta_result(
     *,
     num_users: int,
-    epsilon: float,
+    target_epsilon: float,
     randomizer: str = "generic",
     local_epsilon: float | None = None,
     domain_size: int | None = None,
@@ -292,7 +292,7 @@ def bbgn19_bennett_delta_result(
 
     Parameters
     ----------
-    num_users, epsilon, randomizer, local_epsilon, domain_size, gamma
+    num_users, target_epsilon, randomizer, local_epsilon, domain_size, gamma
         As in :func:`bbgn19_hoeffding_delta_result`.
     lemma56_as_printed : bool
         ``True`` uses the printed Lemma 5.6 (extra factor ``1/(a m)``, summed over the binomial),
@@ -311,7 +311,7 @@ def bbgn19_bennett_delta_result(
     setting = _blanket(
         "bennett", num_users, randomizer, local_epsilon, domain_size, gamma, lemma56_as_printed
     )
-    return _delta_result(setting, epsilon)
+    return _delta_result(setting, target_epsilon)
 
 
 def bbgn19_bennett_epsilon_result(
@@ -338,7 +338,7 @@ def bbgn19_local_epsilon_result(
     *,
     bound: str,
     num_users: int,
-    epsilon: float,
+    target_epsilon: float,
     target_delta: float,
     randomizer: str = "generic",
     domain_size: int | None = None,
@@ -357,7 +357,7 @@ def bbgn19_local_epsilon_result(
         The §5 bound (``thm53`` only with ``randomizer="generic"``).
     num_users : int
         Number of users n.
-    epsilon : float
+    target_epsilon : float
         Target central ε > 0.
     target_delta : float
         Target δ in (0, 1).
@@ -379,11 +379,11 @@ def bbgn19_local_epsilon_result(
     Balle, Bell, Gascón, Nissim, CRYPTO 2019, §6 (calibration of ε0).
     """
     name = check_choice("bound", bound, BBGN19_BOUNDS)
-    eps = check_positive_finite("epsilon", epsilon)
+    eps = check_positive_finite("target_epsilon", target_epsilon)
     delta = check_delta(target_delta)
     top = check_positive_finite("max_local_epsilon", max_local_epsilon)
     if not top > eps:
-        raise ValueError(f"max_local_epsilon must be > epsilon = {eps!r}, got {max_local_epsilon!r}")
+        raise ValueError(f"max_local_epsilon must be > target_epsilon = {eps!r}, got {max_local_epsilon!r}")
     if name == "thm53" and randomizer != "generic":
         raise ValueError(f"bound='thm53' applies to randomizer='generic' only, got randomizer={randomizer!r}")
     if lemma56_as_printed and name != "bennett":
@@ -394,6 +394,8 @@ def bbgn19_local_epsilon_result(
         return replace(base, local_epsilon=eps0).delta(eps)
 
     value = last_feasible_of_first_run(delta_at, delta, np.linspace(eps, top, 200))
+    if value is None:  # cannot happen: delta_at(eps) = 0 (no amplification needed at local_epsilon = target_epsilon)
+        raise RuntimeError(f"no feasible local_epsilon found for target_epsilon={eps!r}, delta={delta!r}")
     if value == top:
         return base.result(top, note="every local_epsilon up to max_local_epsilon is feasible; raise it")
     return base.result(value)

@@ -107,7 +107,7 @@ def bbgn19_thm31_delta_result(
     *,
     num_users: int,
     domain_size: int,
-    epsilon: float,
+    target_epsilon: float,
     gamma: float | None = None,
     local_epsilon: float | None = None,
     strict: bool = True,
@@ -121,7 +121,7 @@ def bbgn19_thm31_delta_result(
     ----------
     num_users, domain_size, gamma, local_epsilon, strict
         As in :func:`bbgn19_thm31_epsilon_result`.
-    epsilon : float
+    target_epsilon : float
         ε >= 0 at which δ is evaluated.
 
     Returns
@@ -133,13 +133,13 @@ def bbgn19_thm31_delta_result(
     Balle, Bell, Gascón, Nissim, CRYPTO 2019, Thm 3.1.
     """
     scale = _scale(num_users, domain_size, gamma, local_epsilon)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     strict = check_flag("strict", strict)
     value = min(1.0, 2.0 * math.exp(-scale * eps * eps / 14.0))
     if not strict:
         return _unproven(value)
     if eps > 1.0:
-        return no_guarantee(f"BBGN19 Thm 3.1 requires eps <= 1, got epsilon = {eps!r}")
+        return no_guarantee(f"BBGN19 Thm 3.1 requires eps <= 1, got target_epsilon = {eps!r}")
     if scale * eps < 27.0:
         return no_guarantee(
             f"BBGN19 Thm 3.1 requires (n-1) gamma / k >= 27 / eps; here (n-1) gamma / k = {scale:.6g} "

@@ -164,8 +164,8 @@ def _log_hockey_stick(eps: float, k: int, epsilon: float) -> float:
     return log_sum_exp(log_terms) - k * float(np.logaddexp(0.0, eps))
 
 
-def kov_exact_delta(*, round_epsilon: float, round_delta: float, rounds: int, epsilon: float) -> float:
-    """Optimal δ of ``k``-fold composition of ``(ε, δ)``-DP at total ε = ``epsilon`` (KOV15 Thm 3.3).
+def kov_exact_delta(*, round_epsilon: float, round_delta: float, rounds: int, target_epsilon: float) -> float:
+    """Optimal δ of ``k``-fold composition of ``(ε, δ)``-DP at total ε = ``target_epsilon`` (KOV15 Thm 3.3).
 
     .. math:: \\delta_{tot} = 1 - (1-\\delta)^k\\Big(1 - \\sum_{l}\\binom kl
               \\frac{[e^{(k-l)\\varepsilon} - e^{\\varepsilon_g}e^{l\\varepsilon}]_+}{(1+e^\\varepsilon)^k}\\Big)
@@ -176,7 +176,7 @@ def kov_exact_delta(*, round_epsilon: float, round_delta: float, rounds: int, ep
     ----------
     round_epsilon, round_delta, rounds
         As in :func:`basic_composition`.
-    epsilon : float
+    target_epsilon : float
         Total ε_g >= 0.
 
     Returns
@@ -188,7 +188,7 @@ def kov_exact_delta(*, round_epsilon: float, round_delta: float, rounds: int, ep
     Kairouz, Oh, Viswanath, ICML 2015, Thm 3.3.
     """
     eps, delta, k = _round(round_epsilon, round_delta, rounds)
-    target = check_target_epsilon(epsilon)
+    target = check_target_epsilon(target_epsilon)
     log_hockey = min(0.0, _log_hockey_stick(eps, k, target))
     return -math.expm1(k * math.log1p(-delta) + log1mexp(log_hockey))
 

@@ -80,7 +80,7 @@ def efmrtt19_epsilon_result(*, num_users: int, local_epsilon: float, target_delt
     return _result(value, _range_problem(n, eps0, delta))
 
 
-def efmrtt19_delta_result(*, num_users: int, local_epsilon: float, epsilon: float) -> BoundResult:
+def efmrtt19_delta_result(*, num_users: int, local_epsilon: float, target_epsilon: float) -> BoundResult:
     """δ(ε) of EFMRTT19 Thm 7, the closed-form inverse ``exp(-n (ε / (12 ε0))^2)``.
 
     Parameters
@@ -89,7 +89,7 @@ def efmrtt19_delta_result(*, num_users: int, local_epsilon: float, epsilon: floa
         Number of users ``n`` (valid for ``n >= 1000``).
     local_epsilon : float
         ε0 (valid for ``ε0 < 1/2``).
-    epsilon : float
+    target_epsilon : float
         ε >= 0 at which δ is evaluated.
 
     Returns
@@ -104,19 +104,19 @@ def efmrtt19_delta_result(*, num_users: int, local_epsilon: float, epsilon: floa
     """
     n = check_int("num_users", num_users)
     eps0 = check_local_epsilon(local_epsilon)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     value = math.exp(-n * (eps / (12.0 * eps0)) ** 2)
     return _result(value, _range_problem(n, eps0, value))
 
 
-def efmrtt19_local_epsilon_result(*, num_users: int, epsilon: float, target_delta: float) -> BoundResult:
+def efmrtt19_local_epsilon_result(*, num_users: int, target_epsilon: float, target_delta: float) -> BoundResult:
     """Largest ε0 for which EFMRTT19 certifies ``(ε, δ)``: ``ε / (12 sqrt(log(1/δ)/n))``.
 
     Parameters
     ----------
     num_users : int
         Number of users (valid for ``n >= 1000``).
-    epsilon : float
+    target_epsilon : float
         Target central ε > 0.
     target_delta : float
         Target δ (valid for ``δ < 1/100``).
@@ -131,7 +131,7 @@ def efmrtt19_local_epsilon_result(*, num_users: int, epsilon: float, target_delt
     Erlingsson et al., SODA 2019, Thm 7 (BBGN19 Thm 5.1); calibration as in BBGN19's code.
     """
     n = check_int("num_users", num_users)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     delta = check_delta(target_delta)
     value = eps / (12.0 * math.sqrt(math.log(1.0 / delta) / n))
     return _result(value, _range_problem(n, value, delta))

@@ -23,8 +23,8 @@ Both are ε(δ) statements for shuffled ε0-LDP reports, valid above a minimum �
 
   **Restricted class.** By the paper's erratum (§7) the proof of Lemma 3.5 fails for
   ``p < 1/(e^{ε0}+1)``; the theorem holds for the class ``S_ε0`` (k-ary RR, RAPPOR, their convex
-  combinations), not for every ε0-LDP randomizer. Reconstructed from a damaged seed (see
-  ``baselines.md`` §5).
+  combinations), not for every ε0-LDP randomizer (see ``docs/mathematics.md#baselines`` and
+  ``docs/mathematics.md#clone-reductions``).
 
 Outside the δ range the result is ``nan``. δ(ε) is the numeric inverse: ε(δ) decreases in δ, so the
 smallest δ in ``[δ_min, 1]`` with ``ε(δ) <= ε`` is found by a scan in ``log δ`` and ``brentq``; if
@@ -119,10 +119,10 @@ def _epsilon_result(
     return _result(bound, _epsilon(bound, n, eps0, log_delta))
 
 
-def _delta_result(bound: str, num_users: object, local_epsilon: object, epsilon: object) -> BoundResult:
+def _delta_result(bound: str, num_users: object, local_epsilon: object, target_epsilon: object) -> BoundResult:
     n = check_int("num_users", num_users)
     eps0 = check_local_epsilon(local_epsilon)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     log_delta_min = _log_delta_min(bound, n, eps0)
     if log_delta_min >= 0.0:
         return no_guarantee(
@@ -170,14 +170,14 @@ def fmt20_epsilon_result(
 
 
 def fmt20_delta_result(
-    *, num_users: int, local_epsilon: float, epsilon: float, variant: str = "focs21"
+    *, num_users: int, local_epsilon: float, target_epsilon: float, variant: str = "focs21"
 ) -> BoundResult:
-    """δ(ε) of FMT20 Thm 3.1: the smallest valid δ whose ε(δ) is at most ``epsilon``.
+    """δ(ε) of FMT20 Thm 3.1: the smallest valid δ whose ε(δ) is at most ``target_epsilon``.
 
-    Parameters as in :func:`fmt20_epsilon_result`, with ``epsilon`` >= 0. ``nan`` when no δ in the
-    validity range reaches ``epsilon``.
+    Parameters as in :func:`fmt20_epsilon_result`, with ``target_epsilon`` >= 0. ``nan`` when no δ in the
+    validity range reaches ``target_epsilon``.
     """
-    return _delta_result(check_choice("variant", variant, FMT20_VARIANTS), num_users, local_epsilon, epsilon)
+    return _delta_result(check_choice("variant", variant, FMT20_VARIANTS), num_users, local_epsilon, target_epsilon)
 
 
 def fmt23_epsilon_result(*, num_users: int, local_epsilon: float, target_delta: float) -> BoundResult:
@@ -207,9 +207,9 @@ def fmt23_epsilon_result(*, num_users: int, local_epsilon: float, target_delta: 
     return _epsilon_result("fmt23", num_users, local_epsilon, target_delta)
 
 
-def fmt23_delta_result(*, num_users: int, local_epsilon: float, epsilon: float) -> BoundResult:
+def fmt23_delta_result(*, num_users: int, local_epsilon: float, target_epsilon: float) -> BoundResult:
     """δ(ε) of FMT23 Thm 3.2 (restricted class), the numeric inverse of :func:`fmt23_epsilon_result`."""
-    return _delta_result("fmt23", num_users, local_epsilon, epsilon)
+    return _delta_result("fmt23", num_users, local_epsilon, target_epsilon)
 
 
 fmt20_epsilon = plain_float(fmt20_epsilon_result)

@@ -14,8 +14,8 @@ Non-integer orders use eq. (7), the convexity of ``(λ-1) ε(λ)``:
 ``⌊λ⌋ = 1`` term vanishes). The result is **always** the minimum with the tight RDP of ε0-DP
 (:func:`.rdp.rdp_pure_dp`): the shuffled output is ε0-DP, and the sum above explodes once
 ``n e^{-ε0} <~ e^{2ε0}`` (then the bound is also non-monotone in λ).
-Simplified Cor 3.2 and "Upper Bound 2" (Thm 3.3) are not implemented (not recoverable from the
-seed text).
+Simplified Cor 3.2 and "Upper Bound 2" (Thm 3.3) are not implemented (their statements could not be
+checked against the paper).
 
 **Lower bound** (§3.2 construction): binary RR with ``p = 1/(e^{ε0}+1)``, ``D = 0^n``,
 ``D' = 0^{n-1}1``; the histogram is ``K ~ Bin(n, p)`` under ``D`` and the likelihood ratio is
@@ -24,7 +24,8 @@ seed text).
 .. math:: \\varepsilon(\\lambda) \\ge D_\\lambda(M(D')\\|M(D))
           = \\frac{1}{\\lambda-1}\\log \\mathbb E_{K}\\big[r(K)^\\lambda\\big],
 
-evaluated exactly over ``k = 0..n`` for any real ``λ > 1`` (re-derived, see ``baselines.md`` §7).
+evaluated exactly over ``k = 0..n`` for any real ``λ > 1`` (re-derived from the construction; see
+``docs/mathematics.md#baselines``).
 """
 
 from __future__ import annotations
@@ -187,11 +188,12 @@ def gddks21_rdp_lower(
 
 
 def _composed_curve(
-    num_users: object, local_epsilon: object, rounds: object, alpha: object
+    num_users: int, local_epsilon: float, rounds: int, alpha: float | np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     count = check_int("rounds", rounds)
     orders = DEFAULT_ORDERS if alpha is None else check_alpha(alpha).ravel()
-    return count * gddks21_rdp_upper(num_users=num_users, local_epsilon=local_epsilon, alpha=orders), orders
+    curve = np.asarray(gddks21_rdp_upper(num_users=num_users, local_epsilon=local_epsilon, alpha=orders))
+    return count * curve, orders
 
 
 def gddks21_dp_epsilon_result(
@@ -238,15 +240,15 @@ def gddks21_dp_delta_result(
     *,
     num_users: int,
     local_epsilon: float,
-    epsilon: float,
+    target_epsilon: float,
     rounds: int = 1,
     alpha: float | np.ndarray | None = None,
     conversion: str = "improved",
 ) -> BoundResult:
     """δ(ε) after ``rounds`` shuffle rounds from GDDKS21 Thm 3.1 (see :func:`gddks21_dp_epsilon_result`)."""
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     curve, orders = _composed_curve(num_users, local_epsilon, rounds, alpha)
-    return rdp_to_dp_delta_result(rdp=curve, alpha=orders, epsilon=eps, conversion=conversion)
+    return rdp_to_dp_delta_result(rdp=curve, alpha=orders, target_epsilon=eps, conversion=conversion)
 
 
 gddks21_dp_epsilon = plain_float(gddks21_dp_epsilon_result)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from .._validation import check_choice, check_delta
@@ -46,7 +47,7 @@ CONVERSIONS = ("improved", "classic")
 PURE_DP_FORMS = ("tight", "bs16", "trivial")
 
 
-def as_output(values: np.ndarray, alpha: object) -> float | np.ndarray:
+def as_output(values: np.ndarray, alpha: ArrayLike) -> float | np.ndarray:
     """A float for a scalar ``alpha``, else an array of ``alpha``'s shape."""
     return float(values) if np.ndim(alpha) == 0 else values
 
@@ -64,7 +65,8 @@ def tight_pure_dp_rdp(eps0: float, alpha: np.ndarray) -> np.ndarray:
     s_small = np.where(small, s, 0.0)
     near = np.log1p((1.0 - p) * np.expm1(s_small * eps0) + p * np.expm1(-s_small * eps0))
     far = np.logaddexp(alpha * eps0, (1.0 - alpha) * eps0) - np.logaddexp(0.0, eps0)
-    return np.where(small, near, far) / s
+    rdp: np.ndarray = np.where(small, near, far) / s
+    return rdp
 
 
 def rdp_pure_dp(
@@ -139,7 +141,7 @@ def rdp_compose(*curves: float | np.ndarray) -> float | np.ndarray:
     return as_output(np.sum(arrays, axis=0), curves[0])
 
 
-def _curve(rdp: object, alpha: object) -> tuple[np.ndarray, np.ndarray]:
+def _curve(rdp: ArrayLike, alpha: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     orders = check_alpha(alpha).ravel()
     try:
         values = np.asarray(rdp, dtype=float).ravel()
@@ -198,7 +200,7 @@ def rdp_to_dp_epsilon_result(
 
 
 def rdp_to_dp_delta_result(
-    *, rdp: float | np.ndarray, alpha: float | np.ndarray, epsilon: float, conversion: str = "improved"
+    *, rdp: float | np.ndarray, alpha: float | np.ndarray, target_epsilon: float, conversion: str = "improved"
 ) -> BoundResult:
     """δ(ε) from an RDP curve, minimised over the given orders (clipped to 1).
 
@@ -206,10 +208,10 @@ def rdp_to_dp_delta_result(
               {\\lambda-1}\\Big(1-\\frac1\\lambda\\Big)^{\\lambda}
 
     (``improved``; ``classic`` is ``min_λ e^{(λ-1)(ε(λ)-ε)}``). Parameters and references as in
-    :func:`rdp_to_dp_epsilon_result`, with ``epsilon`` >= 0.
+    :func:`rdp_to_dp_epsilon_result`, with ``target_epsilon`` >= 0.
     """
     orders, values = _curve(rdp, alpha)
-    eps = check_target_epsilon(epsilon)
+    eps = check_target_epsilon(target_epsilon)
     log_delta = (orders - 1.0) * (values - eps)
     if check_choice("conversion", conversion, CONVERSIONS) == "improved":
         log_delta = log_delta + orders * np.log1p(-1.0 / orders) - np.log(orders - 1.0)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
+from typing import Any
 
 from .._validation import check_choice
 from .bbgn19_bounds import (
@@ -40,7 +41,7 @@ __all__ = ["BASELINES", "KINDS", "QUANTITIES", "Baseline", "get_baseline"]
 KINDS = ("upper", "lower", "unproven")
 
 #: The quantity keyword each callable takes on top of the model parameters.
-QUANTITIES = MappingProxyType({"epsilon": "target_delta", "delta": "epsilon", "rdp": "alpha"})
+QUANTITIES = MappingProxyType({"epsilon": "target_delta", "delta": "target_epsilon", "rdp": "alpha"})
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Baseline:
         Model keywords accepted (``num_users``, ``local_epsilon``, ``domain_size``, ``gamma``,
         ``rounds``), besides the quantity keyword of :data:`QUANTITIES`.
     epsilon, delta : callable or None
-        ``*_result`` functions for ε(δ) (keyword ``target_delta``) and δ(ε) (keyword ``epsilon``),
+        ``*_result`` functions for ε(δ) (keyword ``target_delta``) and δ(ε) (keyword ``target_epsilon``),
         returning :class:`~pldshuffle.bounds.BoundResult`.
     rdp : callable or None
         RDP ε(α) (keyword ``alpha``), returning a float or an array.
@@ -85,7 +86,7 @@ class Baseline:
         """Whether the values are proven upper bounds (``kind == "upper"``)."""
         return self.kind == "upper"
 
-    def evaluate(self, quantity: str, **kwargs):
+    def evaluate(self, quantity: str, **kwargs: Any) -> Any:
         """Call the ``quantity`` function with those of ``kwargs`` it accepts; the rest are ignored.
 
         This lets one loop pass a superset of settings (e.g. ``domain_size`` to non-kRR baselines);
