@@ -6,6 +6,7 @@ composes them over rounds and returns certified lower and upper bounds on δ(ε)
 """
 
 from .accountant import FourierAccountant
+from .certified import CertifiedPLD
 from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
 from .mechanisms.base import PairFamily, ShuffleMechanism
 from .mechanisms.binary_rr import ShuffledBinaryRR
@@ -19,6 +20,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "CalibrationResult",
+    "CertifiedPLD",
     "DeltaBounds",
     "EpsilonBounds",
     "FourierAccountant",

@@ -18,6 +18,7 @@ __all__ = [
     "check_delta",
     "check_epsilon",
     "check_int",
+    "check_local_epsilon",
     "check_positive_finite",
     "check_probability",
     "check_real",
@@ -60,6 +61,21 @@ def check_positive_finite(name: str, value: object) -> float:
     x = check_real(name, value)
     if not (math.isfinite(x) and x > 0.0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return x
+
+
+#: Largest local ε0 accepted: beyond it e^{ε0} (or its reciprocal) leaves double precision.
+MAX_LOCAL_EPSILON = 500.0
+
+
+def check_local_epsilon(value: object, name: str = "local_epsilon") -> float:
+    """Return a local ε0 in ``(0, MAX_LOCAL_EPSILON]``."""
+    x = check_positive_finite(name, value)
+    if x > MAX_LOCAL_EPSILON:
+        raise ValueError(
+            f"{name} must be <= {MAX_LOCAL_EPSILON:g}, got {value!r}: at such a level the randomizer reveals its "
+            f"input (flip probabilities below 1e-217) and e^{name} is not representable in double precision"
+        )
     return x
 
 

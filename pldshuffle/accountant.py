@@ -20,15 +20,17 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_epsilon, check_int, check_positive_finite, check_probability
 from .certified import BYTES_PER_POINT, WORK_BYTES_PER_POINT, CertifiedPLD, MemoryBudgetError
-from .composition import CHERNOFF_LAMBDAS, composed_log_mgf
+from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
 from .dominating import family_term
 from .fft import get_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
-from .results import DeltaBounds, EpsilonBounds
+from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
 __all__ = ["FourierAccountant"]
 
 _COARSENINGS = 8
+#: Auto spacing keeps the composition window below this many lattice points.
+_MAX_POINTS = 2**21
 
 
 def _relative_target(rounds: int) -> float:
@@ -174,26 +176,31 @@ class FourierAccountant:
         return pld
 
     def _auto_spacing(self) -> float:
-        """Δ from the relative-gap target and a Chernoff estimate of ε at δ = 1e-3 for the whole ledger."""
+        """Δ from the relative-gap target and a Chernoff estimate of ε at δ = 1e-3 for the whole ledger,
+        never so fine that the composition window (Chernoff, both orders) exceeds ``_MAX_POINTS``."""
         coarse = 1e-3
-        combo = []
-        for (mechanism, _), count in self._ledger.items():
-            pair = self._family(mechanism).upper[0]
-            direction = pair.forward.discretize(coarse)
-            if direction.upper.sum() > 0:
-                combo.append((direction.upper_start, direction.upper, count))
-        from .composition import Factor
-
         rounds = self.rounds
         target = self.relative_gap_target or _relative_target(rounds)
-        if not combo:
-            return 1e-3
-        log_m = composed_log_mgf([Factor(s, m, n) for s, m, n in combo], coarse, CHERNOFF_LAMBDAS)
-        epsilon = float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS))
+        epsilon, width = 0.0, 0.0
+        for order in (0, 1):
+            factors = []
+            for (mechanism, _), count in self._ledger.items():
+                pair = self._family(mechanism).upper[0]
+                direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
+                if direction.upper.sum() > 0:
+                    factors.append(Factor(direction.upper_start, direction.upper, count))
+            if not factors:
+                continue
+            lo, hi = window(factors, coarse, 0.0, 1e-18)
+            width = max(width, hi - min(lo, 0.0))
+            log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
+            epsilon = max(epsilon, float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS)))
         scale = max(epsilon, 0.05)
         if rounds == 1:  # one round is answered off the lattice; the lattice only carries the envelope
-            return float(np.clip(1e-2 * scale, 1e-6, 1e-2))
-        return float(np.clip(target * scale / (4.0 * math.sqrt(rounds)), 1e-7, 1e-2))
+            spacing = 1e-2 * scale
+        else:
+            spacing = target * scale / (4.0 * math.sqrt(rounds))
+        return float(np.clip(max(spacing, width / _MAX_POINTS), 1e-7, 1e-2))
 
     # ------------------------------------------------------------------ queries
     def _labels(self) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
@@ -236,12 +243,20 @@ class FourierAccountant:
         return np.asarray(b.lower), np.asarray(b.upper)
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:
-        """The guarantee: upper end of :meth:`get_delta_bounds`."""
-        return self.get_delta_bounds(target_epsilon).upper
+        """The guarantee: upper end of :meth:`get_delta_bounds` (warns if the ledger is not a guarantee)."""
+        b = self.get_delta_bounds(target_epsilon)
+        warn_if_not_guarantee(b.is_guarantee, b.caveats)
+        return b.upper
 
     def get_epsilon(self, target_delta: float) -> float:
-        """The guarantee: upper end of :meth:`get_epsilon_bounds`."""
-        return self.get_epsilon_bounds(target_delta).upper
+        """The guarantee: upper end of :meth:`get_epsilon_bounds` (warns if the ledger is not a guarantee)."""
+        b = self.get_epsilon_bounds(target_delta)
+        warn_if_not_guarantee(b.is_guarantee, b.caveats)
+        return b.upper
+
+    def to_dp_accounting(self) -> Any:
+        """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic)."""
+        return self.certified_pld().to_dp_accounting()
 
     def estimated_bytes(self) -> int:
         """Rough peak working set of the cached composition (for reports)."""

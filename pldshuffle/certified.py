@@ -259,6 +259,13 @@ class CertifiedPLD:
         lows = self._composites("lower")
         return max(c.infinity for c in lows), max(c.infinity for c in ups)
 
+    def to_dp_accounting(self) -> Any:
+        """This object as a dominating dp-accounting ``PrivacyLossDistribution`` (see
+        :func:`pldshuffle.interop.certified_to_dp_accounting`)."""
+        from .interop import certified_to_dp_accounting
+
+        return certified_to_dp_accounting(self)
+
     def diagnostics(self) -> dict[str, Any]:
         """Lattice, tilts, window sizes and the largest error terms, for reports."""
         ups = self._composites("upper")
@@ -360,8 +367,9 @@ class CertifiedPLD:
         for theta in self._tilts() if tilts is None else tilts:
             lo, hi = window(factors, self.spacing, theta, _TAIL_TOLERANCE)
             floor = -float(shifts[-1]) - self.spacing
-            if theta == 0.0 and hi > floor:  # covers every ε ≥ 0 (and the lower bound's shifts below it)
-                lo = min(lo, floor)
+            support_lo = sum(f.count * f.support[0] for f in factors) * self.spacing
+            if theta == 0.0 and hi > floor and lo > support_lo:  # answer every ε ≥ 0 (and the shifts below)
+                lo = max(min(lo, floor), support_lo)
             lo_index = int(math.floor(lo / self.spacing)) - 1
             size = backend.fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)
             held = self._cache.get("bytes", 0)

@@ -39,7 +39,7 @@ from ._validation import check_int, check_positive_finite
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
 
-__all__ = ["to_dp_accounting", "to_log_pmfs"]
+__all__ = ["certified_to_dp_accounting", "from_dp_accounting", "to_dp_accounting", "to_log_pmfs"]
 
 _Q_REST = "Q-only"
 _P_INFINITY = "P-only"
@@ -160,3 +160,69 @@ def to_dp_accounting(
         symmetric=pair.backward is None,
     )
     return pld if count == 1 else pld.self_compose(count)
+
+
+def _dp_accounting_pld_module() -> Any:
+    try:
+        from dp_accounting.pld import pld_pmf, privacy_loss_distribution
+    except ImportError as exc:
+        raise ImportError(
+            "this export/import needs the optional dependency dp-accounting: `pip install dp-accounting` "
+            "(or `pip install pldshuffle[dp-accounting]`)"
+        ) from exc
+    return pld_pmf, privacy_loss_distribution
+
+
+def certified_to_dp_accounting(pld: Any) -> Any:
+    """Export a composed :class:`~pldshuffle.CertifiedPLD` (a whole ledger) to ``dp_accounting``.
+
+    The exported distribution is the ledger's dominating measure (one per order) on the same lattice,
+    with every certified error term folded in (round-off added to each mass, wrap-around and truncated
+    mass at ``+∞``), so its privacy profile is ≥ the ledger's exact profile at every ε: compose it there
+    with DP-SGD or any other mechanism and dp-accounting's own answers stay upper bounds (up to
+    dp-accounting's own unreported floating point).
+
+    Returns
+    -------
+    dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
+    """
+    pld_pmf, privacy_loss_distribution = _dp_accounting_pld_module()
+    pmfs = []
+    for measure in pld.dominating_measures():
+        nz = np.flatnonzero(measure.masses > 0)
+        probs = {int(measure.start + i): float(measure.masses[i]) for i in nz}
+        pmfs.append(
+            pld_pmf.create_pmf(probs, float(pld.spacing), min(1.0, float(measure.infinity)), pessimistic_estimate=True)
+        )
+    return privacy_loss_distribution.PrivacyLossDistribution(pmfs[0], pmfs[1] if len(pmfs) > 1 else None)
+
+
+def from_dp_accounting(pld: Any, *, description: str = "privacy loss distribution imported from dp-accounting") -> Any:
+    """Import a ``dp_accounting`` ``PrivacyLossDistribution`` (e.g. DP-SGD's) as a composable mechanism.
+
+    Both of its loss distributions (remove and add) become the two orders of a
+    :class:`~pldshuffle.PairMechanism`, with their exact lattice losses and infinity masses; the ledger
+    then discretises and composes them like any other pair.  The result is a guarantee for the original
+    mechanism exactly when the imported distribution dominates it -- true for dp-accounting's
+    pessimistic estimates (``pessimistic_estimate=True``, its default), which is checked here.
+
+    Raises
+    ------
+    ValueError
+        If the distribution was built with ``pessimistic_estimate=False`` (an optimistic estimate is not
+        an upper bound and cannot enter a certified ledger).
+    """
+    from .mechanisms.generic import PairMechanism
+
+    directions = []
+    for pmf in (pld._pmf_remove, pld._pmf_add):
+        dense = pmf.to_dense_pmf()
+        if not dense._pessimistic_estimate:
+            raise ValueError("pld must be a pessimistic estimate (pessimistic_estimate=True) to enter a certified ledger")
+        losses = (dense._lower_loss + np.arange(dense._probs.size)) * dense._discretization
+        masses = np.asarray(dense._probs, dtype=np.float64)
+        # dp-accounting's masses may sum to 1 + O(1e-10) (its rounding); the excess is within our slack.
+        scale = min(1.0, (1.0 - dense._infinity_mass) / max(masses.sum(), 1e-300))
+        directions.append(LossDistribution(losses, masses * scale, infinity_mass=float(dense._infinity_mass)))
+    backward = None if pld._symmetric else directions[1]
+    return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description)

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from .._validation import check_choice, check_int, check_positive_finite
+from .._validation import check_choice, check_int, check_local_epsilon
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_window
 from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
@@ -69,7 +69,7 @@ class ShuffledBinaryRR(ShuffleMechanism):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
-        object.__setattr__(self, "local_epsilon", check_positive_finite("local_epsilon", self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
         check_choice("dataset", self.dataset, ("worst", "khh21"))
 
     @property
@@ -173,8 +173,9 @@ def _pair_from_noise(noise: NDArray[np.float64], dropped: float, p: float, tail_
     cdf = np.cumsum(noise)
     sf = np.cumsum(noise[::-1])[::-1]
     half = tail_mass / 2.0
-    first = max(0, int(np.searchsorted(cdf, half, side="right")) - 1)
-    last = min(noise.size - 1, noise.size - int(np.searchsorted(sf[::-1], half, side="right")))
+    # One more point on each side: a window of one point would keep no outcome (each needs N(j), N(j-1)).
+    first = max(0, int(np.searchsorted(cdf, half, side="right")) - 2)
+    last = min(noise.size - 1, noise.size - int(np.searchsorted(sf[::-1], half, side="right")) + 1)
     cur, prev = noise[first + 1 : last + 1], noise[first:last]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = prev / cur

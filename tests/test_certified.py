@@ -1,0 +1,89 @@
+"""The certified PLD value object: algebra, consistency, interop with dp-accounting."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import pldshuffle as ps
+import reference as ref
+from pldshuffle.interop import from_dp_accounting
+
+RR = ps.PrivacyLossPair.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75])
+RR_REF = {0: (0.75, 0.25), 1: (0.25, 0.75)}
+
+
+def test_compose_and_self_compose_match_exact_composition():
+    base = ps.CertifiedPLD.from_pair(RR, 1e-3)
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    for k in (1, 2, 3, 7):
+        lower, upper = base.self_compose(k).delta_bounds(eps)
+        exact = np.array([ref.delta_exact(RR_REF, e, k) for e in eps])
+        assert np.all(lower <= exact + 1e-15) and np.all(exact <= upper + 1e-15)
+    lower, upper = base.compose(base).compose(base).delta_bounds(eps)
+    exact = np.array([ref.delta_exact(RR_REF, e, 3) for e in eps])
+    assert np.all(lower <= exact + 1e-15) and np.all(exact <= upper + 1e-15)
+
+
+def test_value_object_is_immutable_and_lazy():
+    base = ps.CertifiedPLD.from_pair(RR, 1e-3)
+    twice = base.self_compose(2)
+    assert base.rounds == 1 and twice.rounds == 2 and base.compose(twice).rounds == 3
+    with pytest.raises(ValueError, match="spacing"):
+        base.compose(ps.CertifiedPLD.from_pair(RR, 2e-3))
+    with pytest.raises(ValueError, match="count"):
+        base.self_compose(0)
+    with pytest.raises(TypeError, match="CertifiedPLD"):
+        base.compose(RR)  # type: ignore[arg-type]
+
+
+def test_queries_of_one_ledger_agree():
+    acc = ps.FourierAccountant().compose(ps.ShuffledKRR(300, 4, gamma=0.3, adversary="strong"), 20)
+    acc.compose(ps.ShuffledBinaryRR(50, 1.0), 3)
+    for delta in (1e-2, 1e-6, 1e-10, 1e-14):
+        b = acc.get_epsilon_bounds(delta)
+        assert b.lower <= b.upper
+        if b.upper == math.inf:  # δ below the composed infinity mass: then no lower ε is finite either
+            assert b.lower == math.inf and acc.certified_pld().infinity_mass[0] > delta
+        else:
+            assert acc.get_delta_bounds(b.upper).upper <= delta
+    assert acc.certified_pld() is acc.certified_pld()  # cached until the ledger changes
+    before = acc.certified_pld()
+    acc.compose(ps.ShuffledBinaryRR(50, 1.0))
+    assert acc.certified_pld() is not before
+
+
+def test_lower_end_monotone_in_delta_and_finite_at_tiny_delta():
+    acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 64)
+    deltas = np.array([1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12, 1e-15])
+    lower, upper = acc.epsilon_curve(deltas)
+    assert np.all(np.isfinite(upper))
+    assert np.all(np.diff(lower) >= 0) and np.all(np.diff(upper) >= 0)
+    assert np.all((upper - lower) / upper <= 1e-3)
+
+
+def test_export_dominates_and_import_composes():
+    dp_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(500, 1.0), 4)
+    b = acc.get_epsilon_bounds(1e-6)
+    exported = acc.to_dp_accounting()
+    assert exported.get_epsilon_for_delta(1e-6) >= b.lower
+    assert exported.get_epsilon_for_delta(1e-6) <= b.upper * (1 + 1e-6)
+    gauss = dp_pld.from_gaussian_mechanism(3.0, value_discretization_interval=1e-3)
+    alone = ps.FourierAccountant().compose(from_dp_accounting(gauss), 10).get_epsilon_bounds(1e-6)
+    theirs = gauss.self_compose(10).get_epsilon_for_delta(1e-6)
+    assert alone.lower <= theirs * (1 + 1e-3) and theirs <= alone.upper * (1 + 1e-3)
+    joint = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(500, 1.0), 4).compose(from_dp_accounting(gauss), 10)
+    assert joint.get_epsilon(1e-6) >= max(b.lower, alone.lower)
+    optimistic = dp_pld.from_gaussian_mechanism(3.0, pessimistic_estimate=False)
+    with pytest.raises(ValueError, match="pessimistic"):
+        from_dp_accounting(optimistic)
+
+
+def test_memory_cap_is_honoured_before_allocating():
+    acc = ps.FourierAccountant(max_memory_bytes=2**20, value_discretization_interval=1e-6)
+    acc.compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 64)
+    with pytest.raises(ValueError, match="max_memory_bytes"):
+        acc.get_epsilon_bounds(1e-6)
