@@ -56,9 +56,11 @@ from dataclasses import dataclass
 
 from .. import _clone_kernels as _ck
 from .._clone_kernels import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS
-from .._validation import check_choice, check_int, check_positive_finite, check_probability
+from .._validation import check_choice, check_int, check_positive_finite, check_probability, check_real
 from ..pld import PrivacyLossPair
+from ..randomizers.base import Randomizer
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+from .labelled_clones import LabelledClonePair
 
 __all__ = [
     "EXACT_SUPPORT_LIMIT",
@@ -74,7 +76,7 @@ __all__ = [
 #: e^{ε0} must stay far from overflow in the closed forms (ε0 beyond this gives no amplification anyway).
 MAX_LOCAL_EPSILON = 500.0
 
-_REDUCTIONS = ("fmt20", "fmt23", "khh21")
+_REDUCTIONS = ("fmt20", "fmt23", "randomizer", "khh21", "wang24")
 
 
 def _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant) -> tuple[int, float, float, float, str]:
@@ -218,47 +220,75 @@ _CAVEATS = {
     ),
     "fmt23": (
         "FMT23 clone reduction (Thm 3.1 / errata Thm 7.1, clone probability 2/(e^ε0+1)): valid ONLY for "
-        "randomizers in FMT23's restricted class (k-ary RR, binary RR, RAPPOR and their convex combinations), "
-        "not for arbitrary ε0-LDP randomizers; use reduction='fmt20' for those",
+        "randomizers in its restricted class, R(z)(y)(e^ε0+1) >= R(x)(y) + R(x')(y) for all inputs x, x', z and outputs y (binary "
+        "and k-ary RR; not symmetric RAPPOR, OUE, OLH or subset selection at their true ε0), not for arbitrary "
+        "ε0-LDP randomizers; use reduction='fmt20' or pass randomizer=... for those",
     ),
     "khh21": (
         "KHH21 eq. (6.1) clone pair: no proof known; for reproducing KHH21 figures only, not a privacy guarantee",
     ),
+    "randomizer": (
+        "randomizer-specific clone reduction: labelled clone pair with the randomizer's own ratio p* and clone "
+        "probability r* per victim pair (a guarantee for this randomizer; never looser than FMT20); the bracket "
+        "is that of the reduction's pairs, the exact shuffled randomizer may have a smaller ε",
+    ),
+    "wang24": (
+        "REPRODUCTION ONLY, NOT A GUARANTEE: Wang et al. (PVLDB 2024) variation-ratio pair with the randomizer's "
+        "total variation; when its residual weight g > 0 the real shuffled randomizer can exceed it (e.g. 3-ary "
+        "RR, ε0=6, n=1000: the pair gives ε=5.775 at δ=1e-6, the real mechanism has δ(5.775)=1.4e-3)",
+    ),
 }
+_DEFAULT = "default"
 
 
 @dataclass(frozen=True)
 class ShuffledLDP(ShuffleMechanism):
-    """Any ``local_epsilon``-LDP randomiser shuffled among ``num_users`` users, via a clone reduction.
+    """An ε0-LDP randomizer shuffled among ``num_users`` users, via a (labelled) clone reduction.
 
     Parameters
     ----------
     num_users : int
         ``n >= 2``, including the user whose input differs.
-    local_epsilon : float
-        ``ε0 > 0`` (at most 500) of the local randomiser.
-    reduction : {"fmt20", "fmt23", "khh21"}
-        * ``"fmt20"`` (default): clone pair F with clone probability ``e^{-ε0}`` -- Feldman, McMillan,
+    local_epsilon : float, optional
+        ``ε0 > 0`` (at most 500) of the local randomizer.  Taken from ``randomizer`` when one is given
+        (then it must be omitted or equal the randomizer's true ε0).
+    reduction : {"fmt20", "fmt23", "randomizer", "khh21", "wang24"}, optional
+        Default: ``"randomizer"`` when a randomizer is given (the tightest proven choice), else ``"fmt20"``.
+
+        * ``"fmt20"``: labelled clone pair with ``p = e^{ε0}``, ``r = e^{-ε0}/2`` -- Feldman, McMillan,
           Talwar, "Hiding among the clones" (FOCS 2021), Thm 3.2.  Valid for **every** ε0-LDP
-          randomiser (also adaptive).
-        * ``"fmt23"``: clone pair F with clone probability ``2/(e^{ε0}+1)`` -- Feldman, McMillan, Talwar,
-          "Stronger privacy amplification by shuffling for Rényi and approximate differential privacy"
-          (SODA 2023), Thm 3.1 as corrected by the errata (arXiv 2208.04591, Thm 7.1).  Valid **only**
-          for the restricted class of the errata (k-ary RR, binary RR, RAPPOR, convex combinations of
-          those); the results carry this caveat.
+          randomizer (also adaptive).
+        * ``"fmt23"``: ``p = e^{ε0}``, ``r = 1/(e^{ε0}+1)`` (clone probability ``2/(e^{ε0}+1)``) -- Feldman,
+          McMillan, Talwar, SODA 2023, Thm 3.1 as corrected by the errata (arXiv 2208.04591, Thm 7.1).
+          Valid **only** for randomizers with ``R(z)(y)(e^{ε0}+1) ≥ R(x)(y) + R(x')(y)`` for all
+          ``x, x', z, y`` (binary and k-ary RR, Hadamard response with ``d ≤ 3``, ...; **not** symmetric
+          RAPPOR, OUE, OLH or subset selection at their true ε0).  With a randomizer that fails the
+          test the result is marked ``is_guarantee=False``.
+        * ``"randomizer"``: the randomizer's own constants ``(p*, r*)`` per victim pair
+          (:meth:`pldshuffle.randomizers.Randomizer.clone_constants`); a guarantee, never looser than
+          ``"fmt20"``, equal to ``"fmt23"`` for randomizers in its class, tighter for finite randomizers
+          with larger ``r*``.
         * ``"khh21"``: pair K of Koskela, Heikkilä, Honkela (2021), eq. (6.1), clone probability
           ``e^{-ε0}``: **no proof known**; for reproducing KHH21's figures (``is_guarantee=False``, and a
           ``UserWarning`` is emitted on construction).
+        * ``"wang24"``: Wang et al., "Privacy amplification via shuffling: unified, simplified, and
+          tightened" (PVLDB 17(8) 2024), Thm 4.7 with ``p = q = e^{ε0}`` and ``β`` the randomizer's total
+          variation.  **Reproduction only, not a guarantee** (``is_guarantee=False``, ``UserWarning``):
+          whenever ``β < (e^{ε0}-1)/(e^{ε0}+1)`` the pair has a residual and the real shuffled
+          randomizer can exceed it (3-ary RR, ε0 = 6, n = 1000, δ = 1e-6: 5.775 vs δ(5.775) = 1.4e-3).
+    randomizer : pldshuffle.randomizers.Randomizer, optional
+        The local randomizer (needed for ``"randomizer"`` and ``"wang24"``; with ``"fmt23"`` its class
+        membership is checked).
 
     Notes
     -----
     Neighbouring relation: replace one user's input; the analyst sees the shuffled reports.  The
-    analysed quantity is the δ(ε) of the reduction's pair (pldshuffle core spec §3), bracketed strictly.
-    Support S ≈ 155·n·p_c·√(1-p_c) points (tail mass 1e-18): up to :data:`EXACT_SUPPORT_LIMIT` it is
-    evaluated exactly (time O(S log S)); beyond, it is streamed in O(1) memory onto a lattice of
-    :data:`STREAM_GRID_BINS` cells (time O(S), ~40 ns per point and core; strict lower/upper pairs with
-    a relative ε error ~1e-8), see :func:`clone_pair_bounds`.  ``n = 10^6, ε0 = 4``: S ≈ 2.8·10^6, well
-    under a second for one round.
+    analysed quantity is the δ(ε) of the reduction's pair(s) (for ``"randomizer"``: the maximum over the
+    non-dominated victim pairs' members), bracketed strictly.  Support S ≈ 155·n·2r·√(1-2r) points
+    (tail mass 1e-18): up to :data:`EXACT_SUPPORT_LIMIT` it is evaluated exactly (time O(S log S));
+    beyond, it is streamed in O(1) memory onto a lattice of :data:`STREAM_GRID_BINS` cells (time O(S),
+    ~40 ns per point and core; strict lower/upper pairs with a relative ε error ~1e-8).  ``n = 10^6,
+    ε0 = 4``: S ≈ 2.8·10^6, well under a second for one round.
 
     Examples
     --------
@@ -267,59 +297,130 @@ class ShuffledLDP(ShuffleMechanism):
     >>> b = ps.FourierAccountant().compose(mech).get_epsilon_bounds(1e-6)
     >>> b.lower <= b.upper < 1.0
     True
+    >>> oue = ShuffledLDP(10_000, randomizer=ps.randomizers.OUE(domain_size=1024, local_epsilon=1.0))
+    >>> oue.reduction, oue.local_epsilon
+    ('randomizer', 1.0)
     """
 
     num_users: int
-    local_epsilon: float
-    reduction: str = "fmt20"
+    local_epsilon: float | None = None
+    reduction: str = _DEFAULT
+    randomizer: Randomizer | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
-        eps0 = check_positive_finite("local_epsilon", self.local_epsilon)
-        if eps0 > MAX_LOCAL_EPSILON:
-            raise ValueError(f"local_epsilon must be <= {MAX_LOCAL_EPSILON:g}, got {self.local_epsilon!r}")
+        if self.randomizer is not None and not isinstance(self.randomizer, Randomizer):
+            raise TypeError(
+                f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}"
+            )
+        if self.randomizer is not None:
+            true_eps0 = float(self.randomizer.local_epsilon)
+            if self.local_epsilon is not None and not math.isclose(
+                check_real("local_epsilon", self.local_epsilon), true_eps0, rel_tol=1e-12
+            ):
+                raise ValueError(
+                    f"local_epsilon={self.local_epsilon!r} differs from the randomizer's true ε0 = {true_eps0!r}; "
+                    "omit local_epsilon when passing randomizer"
+                )
+            object.__setattr__(self, "local_epsilon", true_eps0)
+        elif self.local_epsilon is None:
+            raise TypeError("ShuffledLDP needs local_epsilon or randomizer")
+        default = "randomizer" if self.randomizer is not None else "fmt20"
+        reduction = default if self.reduction == _DEFAULT else self.reduction
+        check_choice("reduction", reduction, _REDUCTIONS)
+        object.__setattr__(self, "reduction", reduction)
+        if reduction in ("randomizer", "wang24") and self.randomizer is None:
+            raise ValueError(f"reduction={reduction!r} needs randomizer=...")
+        eps0 = check_real("local_epsilon", self.local_epsilon)
+        finite_ok = reduction == "randomizer"  # a randomizer with a zero output probability has ε0 = inf
+        if not (0.0 < eps0 <= MAX_LOCAL_EPSILON or (finite_ok and eps0 == math.inf)):
+            raise ValueError(f"local_epsilon must lie in (0, {MAX_LOCAL_EPSILON:g}], got {self.local_epsilon!r}")
         object.__setattr__(self, "local_epsilon", eps0)
-        check_choice("reduction", self.reduction, _REDUCTIONS)
-        if self.reduction == "khh21":
+        if reduction in ("khh21", "wang24"):
+            what = "KHH21's eq. (6.1) clone pair, for which no proof is known" if reduction == "khh21" else (
+                "Wang et al.'s variation-ratio pair, which is not a valid bound when it has a residual (g > 0)"
+            )
             warnings.warn(
-                "ShuffledLDP(reduction='khh21') uses KHH21's eq. (6.1) clone pair, for which no proof is known: "
-                "use it only to reproduce KHH21's figures; results are not a privacy guarantee",
+                f"ShuffledLDP(reduction={reduction!r}) uses {what}: use it only to reproduce published figures; "
+                "results are not a privacy guarantee",
                 UserWarning,
                 stacklevel=3,  # __post_init__ <- dataclass __init__ <- user code
             )
 
     @property
     def clone_probability(self) -> float:
-        """``e^{-ε0}`` (fmt20, khh21) or ``2/(e^{ε0}+1)`` (fmt23)."""
-        if self.reduction == "fmt23":
-            return float(2.0 / (math.exp(self.local_epsilon) + 1.0))
-        return float(math.exp(-self.local_epsilon))
+        """Smallest ``p_c = r0 + r1`` among the pairs used: ``e^{-ε0}`` (fmt20, khh21), ``2/(e^{ε0}+1)``
+        (fmt23), ``2 min r*`` (randomizer), ``r0 + r1`` of Wang's pair (wang24)."""
+        if self.reduction == "khh21":
+            return float(math.exp(-self.local_epsilon))
+        return float(min(p.r0 + p.r1 for p in self.labelled_pairs()))
 
     @property
     def variant(self) -> str:
-        """Clone pair used: ``"F"`` (fmt20, fmt23) or ``"K"`` (khh21)."""
+        """Clone pair used: ``"K"`` (khh21) or ``"F"`` (the labelled clone pairs)."""
         return "K" if self.reduction == "khh21" else "F"
 
+    def labelled_pairs(self) -> tuple[LabelledClonePair, ...]:
+        """The labelled clone pairs whose worst case is analysed (empty for ``"khh21"``)."""
+        n, eps0 = self.num_users, self.local_epsilon
+        if self.reduction == "fmt20":
+            return (LabelledClonePair.fmt20(n, eps0),)
+        if self.reduction == "fmt23":
+            return (LabelledClonePair.fmt23(n, eps0),)
+        if self.reduction == "randomizer":
+            return tuple(
+                LabelledClonePair(n, m.ratio, m.clone_probability, m.clone_probability)
+                for m in self.randomizer.clone_constants()  # type: ignore[union-attr]
+            )
+        if self.reduction == "wang24":
+            e = math.exp(eps0)
+            beta = min(self.randomizer.total_variation(), (e - 1.0) / (e + 1.0))  # type: ignore[union-attr]
+            return (LabelledClonePair.from_variation_ratio(n, e, beta, e),)
+        return ()
+
     def support_size(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> int:
-        """Number of support points of the truncated pair (decides exact vs streamed evaluation)."""
-        return clone_support_size(self.num_users, self.local_epsilon, self.clone_probability, tail_mass, variant=self.variant)
+        """Number of support points of the truncated pair(s) (decides exact vs streamed evaluation)."""
+        if self.reduction == "khh21":
+            return clone_support_size(self.num_users, self.local_epsilon, self.clone_probability, tail_mass, variant="K")
+        return sum(p.support_size(tail_mass=tail_mass) for p in self.labelled_pairs())
 
     def describe(self) -> str:
         names = {
             "fmt20": "FMT20 clone reduction (any ε0-LDP randomizer)",
-            "fmt23": "FMT23 clone reduction (restricted class: kRR, binary RR, RAPPOR, convex combinations)",
+            "fmt23": "FMT23 clone reduction (restricted class: R(z)(e^ε0+1) >= R(x)+R(x'))",
             "khh21": "KHH21 eq. (6.1) clone pair (no proof known; figure reproduction only)",
+            "randomizer": "randomizer-specific clone reduction (p*, r*)",
+            "wang24": "Wang et al. 2024 variation-ratio pair (reproduction only, NOT a guarantee)",
         }
+        what = "ε0-LDP randomizer" if self.randomizer is None else self.randomizer.describe()
+        if self.reduction == "khh21":
+            constants = f"clone probability {self.clone_probability:.6g}"
+        else:
+            constants = "; ".join(
+                f"p={p.ratio:.6g}, r0={p.r0:.6g}, r1={p.r1:.6g}, g={p.residual:.6g}" for p in self.labelled_pairs()
+            )
         return (
-            f"shuffled ε0-LDP randomizer, n={self.num_users}, ε0={self.local_epsilon:g}, replace-one neighbours, "
-            f"analyst sees the shuffled reports; {names[self.reduction]}, clone probability {self.clone_probability:.6g}"
+            f"shuffled {what}, n={self.num_users}, ε0={self.local_epsilon:g}, replace-one neighbours, "
+            f"analyst sees the shuffled reports; {names[self.reduction]}: {constants}"
         )
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
-        args = (self.num_users, self.local_epsilon, self.clone_probability, tail_mass)
-        guarantee = self.reduction != "khh21"
         caveats = _CAVEATS[self.reduction]
-        lower, upper = clone_pair_bounds(*args, variant=self.variant)
-        if lower is upper:
-            return PairFamily.exact(upper, is_guarantee=guarantee, caveats=caveats)
-        return PairFamily((upper,), (lower,), guarantee, caveats)
+        guarantee = self.reduction not in ("khh21", "wang24")
+        if self.reduction == "fmt23" and self.randomizer is not None:
+            if self.randomizer.in_fmt23_class:
+                caveats = ("FMT23 clone reduction: the randomizer passes the class test "
+                           "R(z)(y)(e^ε0+1) >= R(x)(y) + R(x')(y), so the bound is a guarantee",)
+            else:
+                guarantee = False
+                caveats = ("NOT A GUARANTEE: the randomizer fails FMT23's class test R(z)(y)(e^ε0+1) >= R(x)(y) + "
+                           "R(x')(y) at its true ε0; use reduction='randomizer' (the default) or 'fmt20'",)
+        if self.reduction == "khh21":
+            args = (self.num_users, self.local_epsilon, self.clone_probability, tail_mass)
+            lower, upper = clone_pair_bounds(*args, variant="K")
+            brackets = [(lower, upper)]
+        else:
+            brackets = [p.pair_bounds(tail_mass=tail_mass) for p in self.labelled_pairs()]
+        if all(lo is up for lo, up in brackets):
+            return PairFamily.exact(*(up for _, up in brackets), is_guarantee=guarantee, caveats=caveats)
+        return PairFamily(tuple(up for _, up in brackets), tuple(lo for lo, _ in brackets), guarantee, caveats)
