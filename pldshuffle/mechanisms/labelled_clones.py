@@ -210,7 +210,8 @@ class LabelledClonePair:
 
         .. math::  H_t(P\\|Q) = \\sum_c w_c\\,[(u - tv) S_c(a^*_{c+1}-1) + (v - tu) S_c(a^*_{c+1}) + (1-t) g\\, S_c(a^*_c)]
 
-        with ``S_c(k) = Pr[Bin(c, ρ) ≥ k]`` and ``a*_T = ⌊low_T(t)⌋ + 1``; ``Q‖P`` is the same with ``r0``
+        with ``S_c(k) = Pr[Bin(c, ρ) ≥ k]`` and ``a*_T`` the smallest ``a > low_T(t)`` (computed from the
+        ``b`` side, ``b < T - low_T``, so that ``b = 0`` stays in the region for any ``t``); ``Q‖P`` is the same with ``r0``
         and ``r1`` exchanged.  Terms with ``w_c < 1e-300`` are skipped (error below ``n·1e-300``); the
         rest is float arithmetic (relative error ~1e-12 of the mass above ``ε``), not a certified bracket.
 
@@ -251,9 +252,12 @@ class LabelledClonePair:
             slope = (u - t * v) / r0 + (t * u - v) / r1  # > 0 for 1 <= t < p
 
             def first_above(total: NDArray[np.int64], t: float = t, slope: float = slope) -> NDArray[np.int64]:
+                # a > low_T  <=>  b = T - a < T - low_T = [(u - tv)T/r0 - (t-1) g (n-T)/r2] / slope.  The b-side
+                # form keeps b = 0 (the infinite-loss atom when p = inf) inside the region however large t is.
                 resid = (t - 1.0) * g * (n - total) / r2 if g > 0.0 else 0.0
+                b_limit = ((u - t * v) * total / r0 - resid) / slope
                 # Ties (loss exactly ε) contribute P - tQ = 0, so rounding at the boundary is harmless.
-                return np.floor(((t * u - v) * total / r1 + resid) / slope).astype(np.int64) + 1
+                return total - np.ceil(b_limit).astype(np.int64) + 1
 
             a_lab = first_above(c + 1)
             terms = (u - t * v) * tail(a_lab - 1, c) + (v - t * u) * tail(a_lab, c)
