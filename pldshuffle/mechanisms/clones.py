@@ -399,8 +399,9 @@ class ShuffledLDP(ShuffleMechanism):
             constants = "; ".join(
                 f"p={p.ratio:.6g}, r0={p.r0:.6g}, r1={p.r1:.6g}, g={p.residual:.6g}" for p in self.labelled_pairs()
             )
+        eps0 = f"ε0={self.local_epsilon:g}, " if self.randomizer is None else ""  # the randomizer names its ε0
         return (
-            f"shuffled {what}, n={self.num_users}, ε0={self.local_epsilon:g}, replace-one neighbours, "
+            f"shuffled {what}, n={self.num_users}, {eps0}replace-one neighbours, "
             f"analyst sees the shuffled reports; {names[self.reduction]}: {constants}"
         )
 

@@ -12,10 +12,12 @@ See ``docs/randomizers.md`` for the derivations and the table of constants.
 
 from .base import CloneConstants, Finite, Randomizer, clone_constants_of_matrix
 from .named import OLH, OUE, RAPPOR, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
+from .registry import RANDOMIZERS, make_randomizer, randomizer_spec
 
 __all__ = [
     "OLH",
     "OUE",
+    "RANDOMIZERS",
     "RAPPOR",
     "BinaryRR",
     "CloneConstants",
@@ -26,4 +28,6 @@ __all__ = [
     "Randomizer",
     "SubsetSelection",
     "clone_constants_of_matrix",
+    "make_randomizer",
+    "randomizer_spec",
 ]
