@@ -173,3 +173,35 @@ def test_wang_reproduces_published_rows():
             mech = ps.ShuffledLDP(n, randomizer=ps.randomizers.KaryRR(d, eps0), reduction="wang24")
             b = ps.FourierAccountant().compose(mech).get_epsilon_bounds(1e-6)
             assert lo - 2e-6 <= b.lower <= b.upper <= hi + 2e-6
+
+
+@pytest.mark.parametrize(
+    "rand,eps,exact,wang",
+    [
+        (ps.randomizers.KaryRR(3, 1.0), 0.5, 0.07079, 0.06994),
+        (ps.randomizers.KaryRR(3, 1.0), 0.75, 0.02437, 0.01737),
+        (ps.randomizers.RAPPOR(3, 1.0), 0.75, 0.00499, 0.00246),
+        (ps.randomizers.OUE(3, 1.0), 0.75, 0.00395, 0.00205),
+        (ps.randomizers.SubsetSelection(4, 2, 1.0), 0.75, 0.01248, 0.00597),
+        (ps.randomizers.HadamardResponse(3, 2.0), 1.5, 0.01778, 0.00899),
+    ],
+    ids=lambda x: x.describe() if hasattr(x, "describe") else str(x),
+)
+def test_wang_pairs_with_residual_fail_brute_force(rand, eps, exact, wang):
+    """n = 4, every dataset: the exact worst case exceeds Wang et al.'s pair (built from the randomizer's
+    own ε0 and total variation), while the certified pair stays above it."""
+    from reference import finite_worst_case_delta
+
+    n = 4
+    ((truth, _),) = finite_worst_case_delta(rand.matrix().tolist(), n, [eps])
+    e = math.exp(rand.local_epsilon)
+    pair = LabelledClonePair.from_variation_ratio(n, e, rand.total_variation(), e)
+    assert pair.residual > 0
+    assert truth == pytest.approx(exact, abs=5e-6) and pair.delta(eps)[0] == pytest.approx(wang, abs=5e-6)
+    assert pair.delta(eps)[0] < truth - 1e-4
+    with pytest.warns(UserWarning):
+        mech = ps.ShuffledLDP(n, randomizer=rand, reduction="wang24")
+    assert mech.labelled_pairs()[0].delta(eps)[0] == pytest.approx(wang, abs=5e-6)
+    assert not mech.pair_family().is_guarantee
+    certified = ps.ShuffledLDP(n, randomizer=rand)
+    assert max(p.delta(eps)[0] for p in certified.labelled_pairs()) >= truth
