@@ -348,11 +348,17 @@ class ShuffledLDP(ShuffleMechanism):
             )
 
     @property
+    def _eps0(self) -> float:
+        """``local_epsilon`` after validation (always set by ``__post_init__``)."""
+        assert self.local_epsilon is not None
+        return self.local_epsilon
+
+    @property
     def clone_probability(self) -> float:
         """Smallest ``p_c = r0 + r1`` among the pairs used: ``e^{-ε0}`` (fmt20, khh21), ``2/(e^{ε0}+1)``
         (fmt23), ``2 min r*`` (randomizer), ``r0 + r1`` of Wang's pair (wang24)."""
         if self.reduction == "khh21":
-            return float(math.exp(-self.local_epsilon))
+            return float(math.exp(-self._eps0))
         return float(min(p.r0 + p.r1 for p in self.labelled_pairs()))
 
     @property
@@ -362,7 +368,7 @@ class ShuffledLDP(ShuffleMechanism):
 
     def labelled_pairs(self) -> tuple[LabelledClonePair, ...]:
         """The labelled clone pairs whose worst case is analysed (empty for ``"khh21"``)."""
-        n, eps0 = self.num_users, self.local_epsilon
+        n, eps0 = self.num_users, self._eps0
         if self.reduction == "fmt20":
             return (LabelledClonePair.fmt20(n, eps0),)
         if self.reduction == "fmt23":
@@ -381,7 +387,7 @@ class ShuffledLDP(ShuffleMechanism):
     def support_size(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> int:
         """Number of support points of the truncated pair(s) (decides exact vs streamed evaluation)."""
         if self.reduction == "khh21":
-            return clone_support_size(self.num_users, self.local_epsilon, self.clone_probability, tail_mass, variant="K")
+            return clone_support_size(self.num_users, self._eps0, self.clone_probability, tail_mass, variant="K")
         return sum(p.support_size(tail_mass=tail_mass) for p in self.labelled_pairs())
 
     def describe(self) -> str:
@@ -399,7 +405,7 @@ class ShuffledLDP(ShuffleMechanism):
             constants = "; ".join(
                 f"p={p.ratio:.6g}, r0={p.r0:.6g}, r1={p.r1:.6g}, g={p.residual:.6g}" for p in self.labelled_pairs()
             )
-        eps0 = f"ε0={self.local_epsilon:g}, " if self.randomizer is None else ""  # the randomizer names its ε0
+        eps0 = f"ε0={self._eps0:g}, " if self.randomizer is None else ""  # the randomizer names its ε0
         return (
             f"shuffled {what}, n={self.num_users}, {eps0}replace-one neighbours, "
             f"analyst sees the shuffled reports; {names[self.reduction]}: {constants}"
@@ -417,7 +423,7 @@ class ShuffledLDP(ShuffleMechanism):
                 caveats = ("NOT A GUARANTEE: the randomizer fails FMT23's class test R(z)(y)(e^ε0+1) >= R(x)(y) + "
                            "R(x')(y) at its true ε0; use reduction='randomizer' (the default) or 'fmt20'",)
         if self.reduction == "khh21":
-            args = (self.num_users, self.local_epsilon, self.clone_probability, tail_mass)
+            args = (self.num_users, self._eps0, self.clone_probability, tail_mass)
             lower, upper = clone_pair_bounds(*args, variant="K")
             brackets = [(lower, upper)]
         else:

@@ -237,14 +237,14 @@ class Finite(Randomizer):
 
     probabilities: NDArray[np.float64]
     name: str = "finite randomizer"
-    _eps0: float = field(init=False, repr=False)
+    local_epsilon: float = field(init=False)
 
     def __post_init__(self) -> None:
         R = check_matrix(self.probabilities)
         R.setflags(write=False)
         object.__setattr__(self, "probabilities", R)
-        object.__setattr__(self, "_eps0", local_epsilon_of_matrix(R))
-        if self._eps0 == 0.0:
+        object.__setattr__(self, "local_epsilon", local_epsilon_of_matrix(R))
+        if self.local_epsilon == 0.0:
             raise ValueError("probabilities has identical rows only (ε0 = 0): the randomizer reveals nothing")
 
     def __eq__(self, other: object) -> bool:
@@ -252,10 +252,6 @@ class Finite(Randomizer):
 
     def __hash__(self) -> int:
         return hash((self.name, self.probabilities.shape, self.probabilities.tobytes()))
-
-    @property
-    def local_epsilon(self) -> float:
-        return self._eps0
 
     @property
     def num_inputs(self) -> int:
