@@ -272,3 +272,19 @@ def test_large_domains_use_closed_forms_without_the_matrix():
         for rand in (RAPPOR(1024, 1.0), OUE(1024, 1.0), OLH(1024, 2.0), SubsetSelection(1024, 64, 2.0), HadamardResponse(1024, 2.0)):
             (m,) = rand.clone_constants()
             assert m.clone_probability == pytest.approx(math.exp(-rand.local_epsilon) / 2)
+
+
+def test_per_pair_family_composes_each_member():
+    """Two non-dominated members: the composed bracket contains the max over members of the exact composition."""
+    M = np.array([[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]])
+    n, rounds = 5, 3
+    mech = ps.ShuffledLDP(n, randomizer=Finite(M))
+    assert len(mech.labelled_pairs()) == 2
+    acc = ps.FourierAccountant().compose(mech, count=rounds)
+    for eps in (0.5, 1.5):
+        truth = 0.0
+        for m in mech.randomizer.clone_constants():
+            p, r = m.ratio, m.clone_probability
+            truth = max(truth, delta_exact(pair_labelled(n, p / (p + 1), 1 / (p + 1), 0.0, r, r), eps, rounds))
+        b = acc.get_delta_bounds(eps)
+        assert b.lower <= truth + 1e-12 and truth <= b.upper
