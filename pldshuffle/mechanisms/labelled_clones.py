@@ -74,8 +74,8 @@ __all__ = ["MAX_ENUMERATED_SUPPORT", "LabelledClonePair"]
 MAX_ENUMERATED_SUPPORT = 5_000_000
 #: ``p`` beyond this is treated as an error unless it is exactly ``inf`` (use ``math.inf`` for ``p = ∞``).
 MAX_RATIO = math.exp(500.0)
-#: Masses below this are skipped by the exact single-round sum (their total is below ``n`` times it).
-_NEGLIGIBLE = 1e-300
+#: The exact single-round sum skips the others' labelled counts outside a binomial window of this tail mass.
+_NEGLIGIBLE = 1e-250
 
 
 @dataclass(frozen=True)
@@ -212,8 +212,9 @@ class LabelledClonePair:
 
         with ``S_c(k) = Pr[Bin(c, ρ) ≥ k]`` and ``a*_T`` the smallest ``a > low_T(t)`` (computed from the
         ``b`` side, ``b < T - low_T``, so that ``b = 0`` stays in the region for any ``t``); ``Q‖P`` is the same with ``r0``
-        and ``r1`` exchanged.  Terms with ``w_c < 1e-300`` are skipped (error below ``n·1e-300``); the
-        rest is float arithmetic (relative error ~1e-12 of the mass above ``ε``), not a certified bracket.
+        and ``r1`` exchanged.  Counts ``c`` outside a window of ``Bin(n-1, r0+r1)`` of tail mass 1e-250 are
+        skipped (error below ``1e-250·(1+e^ε)``); the rest is float arithmetic (relative error ~1e-12 of the
+        mass above ``ε``), not a certified bracket.
 
         Parameters
         ----------
@@ -236,10 +237,9 @@ class LabelledClonePair:
             for i, t in enumerate(np.exp(eps)):
                 out[i] = max(u - t * v, 0.0) + max(v - t * u, 0.0)
             return out
-        c = np.arange(n, dtype=np.int64)
+        lo, hi, _ = binomial_window(n - 1, s, _NEGLIGIBLE)
+        c = np.arange(lo, hi + 1, dtype=np.int64)
         w = stats.binom.pmf(c, n - 1, s)
-        keep = w >= _NEGLIGIBLE
-        c, w = c[keep], w[keep]
         rho = r0 / s
         r2 = 1.0 - s
 

@@ -14,7 +14,9 @@ proof).  The tightest constants for a pair are
     ``r*(x, x') = min_y  min_z R(z)(y) / (R(x)(y) + R(x')(y))``.
 
 Every ε0-LDP randomizer has ``p* ≤ e^{ε0}`` and ``r* ≥ e^{-ε0}/2`` (FMT20's constants), and always
-``r* ≤ 1/(p*+1)``.  FMT23's constant ``r = 1/(e^{ε0}+1)`` is valid exactly when every pair has
+``r* ≤ 1/(p*+1)``.  A randomizer with an output of probability 0 under ``x'`` but not under ``x``
+(``p* = ∞``, no finite ε0) has ``r* = 0`` (take ``z = x'``): this reduction then gives no amplification
+(``δ = 1``), which is valid but trivial.  FMT23's constant ``r = 1/(e^{ε0}+1)`` is valid exactly when every pair has
 ``r* ≥ 1/(e^{ε0}+1)`` (:attr:`Randomizer.in_fmt23_class`).
 """
 
