@@ -59,6 +59,7 @@ from .._clone_kernels import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAME
 from .._validation import check_choice, check_int, check_positive_finite, check_probability, check_real
 from ..pld import PrivacyLossPair
 from ..randomizers.base import Randomizer
+from ..randomizers.named import MAX_LOCAL_EPSILON
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .labelled_clones import LabelledClonePair
 
@@ -73,8 +74,6 @@ __all__ = [
     "clone_support_size",
 ]
 
-#: e^{ε0} must stay far from overflow in the closed forms (ε0 beyond this gives no amplification anyway).
-MAX_LOCAL_EPSILON = 500.0
 
 _REDUCTIONS = ("fmt20", "fmt23", "randomizer", "khh21", "wang24")
 

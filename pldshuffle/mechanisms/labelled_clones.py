@@ -64,6 +64,7 @@ from scipy import stats
 from .. import _clone_kernels as _ck
 from .._validation import check_int, check_probability, check_real
 from ..pld import LossDistribution, PrivacyLossPair
+from ..randomizers.named import MAX_LOCAL_EPSILON, check_local_epsilon
 from ._binomial import binomial_logpmf, binomial_window, binomial_windows
 from .base import DEFAULT_TAIL_MASS
 
@@ -73,7 +74,7 @@ __all__ = ["MAX_ENUMERATED_SUPPORT", "LabelledClonePair"]
 #: in memory (~100 bytes per point); larger ones are refused.
 MAX_ENUMERATED_SUPPORT = 5_000_000
 #: ``p`` beyond this is treated as an error unless it is exactly ``inf`` (use ``math.inf`` for ``p = ∞``).
-MAX_RATIO = math.exp(500.0)
+MAX_RATIO = math.exp(MAX_LOCAL_EPSILON)
 #: The exact single-round sum skips the others' labelled counts outside a binomial window of this tail mass.
 _NEGLIGIBLE = 1e-250
 
@@ -127,7 +128,7 @@ class LabelledClonePair:
     def fmt20(cls, num_users: int, local_epsilon: float) -> LabelledClonePair:
         """FMT20's clone pair (Feldman, McMillan, Talwar, FOCS 2021, Thm 3.2): ``p = e^{ε0}``,
         ``r0 = r1 = e^{-ε0}/2``, ``g = 0``.  A guarantee for every ε0-LDP randomizer."""
-        eps0 = _check_local_epsilon(local_epsilon)
+        eps0 = check_local_epsilon(local_epsilon)
         return cls(num_users, math.exp(eps0), math.exp(-eps0) / 2.0, math.exp(-eps0) / 2.0)
 
     @classmethod
@@ -135,7 +136,7 @@ class LabelledClonePair:
         """FMT23's stronger clone pair (Feldman, McMillan, Talwar, SODA 2023, Thm 3.1 / errata Thm 7.1):
         ``p = e^{ε0}``, ``r0 = r1 = 1/(e^{ε0}+1)``, ``g = 0``.  A guarantee only for randomizers with
         ``R(z)(y)(e^{ε0}+1) ≥ R(x)(y) + R(x')(y)`` for all inputs ``x, x', z`` and outputs ``y``."""
-        eps0 = _check_local_epsilon(local_epsilon)
+        eps0 = check_local_epsilon(local_epsilon)
         r = 1.0 / (math.exp(eps0) + 1.0)
         return cls(num_users, math.exp(eps0), r, r)
 
@@ -360,13 +361,6 @@ class LabelledClonePair:
         if self.is_symmetric:
             return PrivacyLossPair(forward, None, label=label)
         return PrivacyLossPair(forward, _direction(log_q, log_p, min(1.0, dropped + lost)), label=label)
-
-
-def _check_local_epsilon(local_epsilon: float) -> float:
-    eps0 = check_real("local_epsilon", local_epsilon)
-    if not (0.0 < eps0 <= 500.0):
-        raise ValueError(f"local_epsilon must lie in (0, 500], got {local_epsilon!r}")
-    return eps0
 
 
 def _log_binom(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob: float) -> NDArray[np.float64]:

@@ -39,7 +39,8 @@ __all__ = ["OLH", "OUE", "RAPPOR", "BinaryRR", "HadamardResponse", "KaryRR", "Lo
 MAX_LOCAL_EPSILON = 500.0
 
 
-def _check_eps0(value: object) -> float:
+def check_local_epsilon(value: object) -> float:
+    """``local_epsilon`` as a float in ``(0, MAX_LOCAL_EPSILON]``, else ``TypeError``/``ValueError`` naming it."""
     eps0 = check_real("local_epsilon", value)
     if not (0.0 < eps0 <= MAX_LOCAL_EPSILON):
         raise ValueError(f"local_epsilon must lie in (0, {MAX_LOCAL_EPSILON:g}], got {value!r}")
@@ -63,7 +64,7 @@ class BinaryRR(Randomizer):
     local_epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def num_inputs(self) -> int:
@@ -100,7 +101,7 @@ class KaryRR(Randomizer):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def num_inputs(self) -> int:
@@ -146,7 +147,7 @@ class RAPPOR(Randomizer):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def num_inputs(self) -> int:
@@ -187,7 +188,7 @@ class OUE(Randomizer):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def num_inputs(self) -> int:
@@ -232,7 +233,7 @@ class SubsetSelection(Randomizer):
         d = check_int("domain_size", self.domain_size, minimum=2)
         object.__setattr__(self, "domain_size", d)
         object.__setattr__(self, "subset_size", check_int("subset_size", self.subset_size, minimum=1, maximum=d - 1))
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def num_inputs(self) -> int:
@@ -279,7 +280,7 @@ class LocalHashing(Randomizer):
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
         object.__setattr__(self, "hash_range", check_int("hash_range", self.hash_range, minimum=2))
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def num_inputs(self) -> int:
@@ -309,7 +310,7 @@ class LocalHashing(Randomizer):
 
 def OLH(domain_size: int, local_epsilon: float) -> LocalHashing:  # noqa: N802 - reads as a randomizer name
     """Optimized local hashing: :class:`LocalHashing` with ``l = round(e^{ε0} + 1)`` (at least 2)."""
-    eps0 = _check_eps0(local_epsilon)
+    eps0 = check_local_epsilon(local_epsilon)
     return LocalHashing(domain_size, max(2, round(math.exp(eps0) + 1.0)), eps0)
 
 
@@ -330,7 +331,7 @@ class HadamardResponse(Randomizer):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", _check_eps0(self.local_epsilon))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
 
     @property
     def block_size(self) -> int:
