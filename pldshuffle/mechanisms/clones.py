@@ -1,5 +1,11 @@
 """Clone reductions: shuffle amplification for *any* ε0-LDP randomiser (core spec §3).
 
+:class:`ShuffledLDP` analyses every certified reduction (FMT20, FMT23, a randomizer's own constants)
+through the one pair class :class:`~pldshuffle.mechanisms.labelled_clones.LabelledClonePair`; pair F below
+is that class with ``r0 = r1 = p_c/2`` and no residual, and its kernels live in
+:mod:`pldshuffle._clone_kernels`.  :func:`clone_pair` / :func:`clone_pair_bounds` expose pair F and
+KHH21's pair K by ``(ε0, p_c)`` directly.
+
 Common ingredients: ``q = e^{ε0}/(e^{ε0}+1)``, a clone probability ``p_c`` and
 
 .. math::  C \\sim \\mathrm{Bin}(n-1, p_c),\\quad A\\mid C \\sim \\mathrm{Bin}(C, 1/2),\\quad
