@@ -288,3 +288,33 @@ def test_per_pair_family_composes_each_member():
             truth = max(truth, delta_exact(pair_labelled(n, p / (p + 1), 1 / (p + 1), 0.0, r, r), eps, rounds))
         b = acc.get_delta_bounds(eps)
         assert b.lower <= truth + 1e-12 and truth <= b.upper
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    family=st.sampled_from(["krr", "rappor", "oue", "subset", "lh", "hadamard"]),
+    d=st.integers(2, 6),
+    k=st.integers(1, 5),
+    eps0=st.floats(0.05, 6.0),
+)
+def test_property_closed_forms_match_matrix(family, d, k, eps0):
+    """Closed-form ε0, total variation and (p*, r*) against the matrix computation, random parameters."""
+    if family == "krr":
+        rand = KaryRR(d, eps0)
+    elif family == "rappor":
+        rand = RAPPOR(d, eps0)
+    elif family == "oue":
+        rand = OUE(d, eps0)
+    elif family == "subset":
+        rand = SubsetSelection(d, min(k, d - 1), eps0)
+    elif family == "lh":
+        rand = LocalHashing(min(d, 4), min(k + 1, 3), eps0)
+    else:
+        rand = HadamardResponse(d, eps0)
+    finite = Finite(rand.matrix())
+    assert finite.local_epsilon == pytest.approx(rand.local_epsilon, rel=1e-9)
+    assert finite.total_variation() == pytest.approx(rand.total_variation(), rel=1e-9)
+    (closed,) = rand.clone_constants()
+    (member,) = finite.clone_constants()
+    assert member.ratio == pytest.approx(closed.ratio, rel=1e-9)
+    assert member.clone_probability == pytest.approx(closed.clone_probability, rel=1e-9)
