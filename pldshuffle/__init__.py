@@ -5,6 +5,7 @@ composes them over rounds and returns certified lower and upper bounds on δ(ε)
 :mod:`pldshuffle.bounds` holds the analytic baselines of the literature.
 """
 
+from . import randomizers
 from .accountant import FourierAccountant
 from .certified import CertifiedPLD
 from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
@@ -12,6 +13,7 @@ from .mechanisms.base import PairFamily, ShuffleMechanism
 from .mechanisms.binary_rr import ShuffledBinaryRR
 from .mechanisms.clones import ShuffledLDP
 from .mechanisms.krr import ShuffledKRR
+from .mechanisms.labelled_clones import LabelledClonePair
 from .mechanisms.generic import PairMechanism
 from .pld import LossDistribution, PrivacyLossPair
 from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning
@@ -24,6 +26,7 @@ __all__ = [
     "DeltaBounds",
     "EpsilonBounds",
     "FourierAccountant",
+    "LabelledClonePair",
     "LossDistribution",
     "NotAGuaranteeWarning",
     "PairFamily",
@@ -37,4 +40,5 @@ __all__ = [
     "calibrate_local_epsilon",
     "find_max_rounds",
     "find_min_users",
+    "randomizers",
 ]

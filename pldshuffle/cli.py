@@ -24,6 +24,7 @@ from . import __version__
 from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
+from .randomizers import Randomizer, randomizer_spec
 from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds, json_safe
 
 __all__ = ["main"]
@@ -70,9 +71,16 @@ mechanisms (choose one with --mechanism, or several with --compose / --spec):
   krr         k-ary randomized response; --num-users, --domain-size, and one of
               --local-epsilon / --gamma (blanket probability);
               --adversary weak (default) | strong | khh21 | histogram (a lower bound)
-  ldp         any epsilon0-LDP randomizer via clone reductions; --num-users,
-              --local-epsilon, --reduction fmt20 (default, any randomizer)
-              | fmt23 (kRR, RR, RAPPOR, ...) | khh21 (reproduction only)
+  ldp         an epsilon0-LDP randomizer via clone reductions; --num-users and
+              either --local-epsilon (any randomizer) or --randomizer NAME with its
+              parameters: binary-rr | krr | rappor | oue | olh | hadamard
+              (--domain-size, --local-epsilon), subset (+ --subset-size),
+              local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
+              columns = outputs; .json, .csv or .npy; epsilon0 is computed);
+              --reduction randomizer (default with --randomizer: the randomizer's own
+              certified constants) | fmt20 (default without) | fmt23 (only for the
+              class R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
+              wang24 (both reproduction only, NOT guarantees)
 
 heterogeneous composition:
   --compose KIND:KEY=VALUE,KEY=VALUE[:count=N]   (repeatable; count defaults to 1)
@@ -93,6 +101,8 @@ examples:
       --adversary strong --rounds 10 --delta 1e-6 --json
   pldshuffle epsilon --compose binary-rr:num_users=1000,local_epsilon=1:count=4 \\
       --compose krr:num_users=1000,domain_size=4,gamma=0.25:count=2 --delta 1e-6
+  pldshuffle epsilon --mechanism ldp --randomizer oue --domain-size 1024 \\
+      --num-users 100000 --local-epsilon 2 --delta 1e-6
 """,
     "delta": """\
 examples:
@@ -143,10 +153,35 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+#: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
+_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon")
+
+
+def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``randomizer=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
+    randomizer's own keys by the randomizer object."""
+    from .randomizers import make_randomizer
+
+    parameters = dict(parameters)
+    spec = parameters.pop("randomizer")
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        name, own = spec.pop("randomizer", None), spec
+    else:
+        name, own = spec, {k: parameters.pop(k) for k in _RANDOMIZER_KEYS if k in parameters}
+    try:
+        parameters["randomizer"] = make_randomizer(str(name), **own)
+    except (TypeError, ValueError) as exc:
+        raise _CLIError(f"--randomizer {name}: {exc}") from None
+    return parameters
+
+
 def _build(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
     """Construct mechanism ``kind``; errors name the flags (``origin=None``: --mechanism and its flags)
     or the parameter keys of ``origin`` (a --compose or --spec entry)."""
     cls = _mechanism_class(kind)
+    if kind == "ldp" and parameters.get("randomizer") is not None:
+        parameters = _with_randomizer(parameters)
     fields = dataclasses.fields(cls)
     valid = tuple(f.name for f in fields)
     name = _flag if origin is None else str
@@ -162,7 +197,7 @@ def _build(kind: str, parameters: dict[str, Any], origin: str | None = None) -> 
         raise _CLIError(f"{', '.join(map(name, missing))} {'is' if len(missing) == 1 else 'are'} required for {where}")
     try:
         mechanism: ShuffleMechanism = cls(**parameters)
-    except ValueError as exc:  # the library names Python parameters: translate them for the user
+    except (TypeError, ValueError) as exc:  # the library names Python parameters: translate them for the user
         message = str(exc)
         if origin is None:
             for parameter in sorted(valid, key=len, reverse=True):
@@ -232,7 +267,8 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
 
 def _single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Parameters given by the single-mechanism flags (only those actually set)."""
-    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction")
+    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
+             "subset_size", "hash_range", "matrix")
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
@@ -257,9 +293,16 @@ def _mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]
     return {
         "mechanism": _kind_of(mechanism),
         "description": mechanism.describe(),
-        "parameters": {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)},  # type: ignore[arg-type]
+        "parameters": {
+            f.name: _spec_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism)  # type: ignore[arg-type]
+        },
         "count": count,
     }
+
+
+def _spec_value(value: Any) -> Any:
+    """A mechanism parameter as it is written in a JSON spec (a randomizer becomes its spec object)."""
+    return randomizer_spec(value) if isinstance(value, Randomizer) else value
 
 
 def _adversary(mechanism: ShuffleMechanism) -> str:
@@ -436,10 +479,21 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
                        help="local privacy level epsilon0 of each user's randomizer")
     group.add_argument("--gamma", type=_number, metavar="GAMMA",
                        help="krr only: blanket probability (instead of --local-epsilon)")
-    group.add_argument("--domain-size", dest="domain_size", type=_integer, metavar="K", help="krr only: number of values k")
+    group.add_argument("--domain-size", dest="domain_size", type=_integer, metavar="K",
+                       help="krr, or ldp with --randomizer: number of values k")
     group.add_argument("--adversary", help="krr only: weak (default) | strong | khh21 | histogram")
     group.add_argument("--dataset", help="binary-rr only: worst (default) | khh21")
-    group.add_argument("--reduction", help="ldp only: fmt20 (default) | fmt23 | khh21")
+    group.add_argument("--reduction",
+                       help="ldp only: randomizer (default with --randomizer) | fmt20 (default without) | fmt23 | "
+                       "khh21 | wang24")
+    group.add_argument("--randomizer", metavar="NAME",
+                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite")
+    group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",
+                       help="ldp --randomizer subset only: size of the reported subset")
+    group.add_argument("--hash-range", dest="hash_range", type=_integer, metavar="L",
+                       help="ldp --randomizer local-hashing only: number of hash values l")
+    group.add_argument("--matrix", metavar="FILE",
+                       help="ldp --randomizer finite only: row-stochastic inputs x outputs matrix (.json/.csv/.npy)")
     group.add_argument("--rounds", type=_integer, metavar="R", help="rounds of --mechanism (default 1)")
     if compose:
         group.add_argument("--compose", action="append", default=[], metavar="SPEC",

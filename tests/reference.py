@@ -378,6 +378,120 @@ def pair_clones(n: int, exp_eps0, p_c, variant: str = "F") -> dict:
     return make_pair(P, Q)
 
 
+def pair_labelled(n: int, u, v, g, r0, r1) -> dict:
+    """Labelled clone pair (generative enumeration), outcome (a, b) = numbers of labels 0 and 1.
+
+    Each of the n-1 others is labelled 0 / 1 / bottom with probabilities (r0, r1, 1-r0-r1); the victim
+    with (u, v, g) under P and (v, u, g) under Q (u + v + g = 1).  Exact for Fraction parameters."""
+    P: dict = {}
+    Q: dict = {}
+    r2 = 1 - r0 - r1
+    for a0 in range(n):
+        for b0 in range(n - a0):
+            rest = n - 1 - a0 - b0
+            w = math.comb(n - 1, a0) * math.comb(n - 1 - a0, b0) * r0**a0 * r1**b0 * r2**rest
+            if w == 0:
+                continue
+            for key, wp, wq in (((a0 + 1, b0), u, v), ((a0, b0 + 1), v, u), ((a0, b0), g, g)):
+                if wp:
+                    _add(P, key, w * wp)
+                if wq:
+                    _add(Q, key, w * wq)
+    return make_pair(P, Q)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2c. shuffled finite randomizers, every dataset (brute force)
+# ---------------------------------------------------------------------------------------------
+
+
+def shuffled_histograms(matrix, inputs) -> dict:
+    """Law of the histogram of outputs (tuple of counts) when users with ``inputs`` each report one
+    output drawn from row ``matrix[x]`` of a row-stochastic matrix (lists of Fractions or floats)."""
+    m = len(matrix[0])
+    dist: dict = {(0,) * m: 1}
+    for x in inputs:
+        row = matrix[x]
+        new: dict = {}
+        for hist, w in dist.items():
+            for y, ry in enumerate(row):
+                if ry:
+                    h = list(hist)
+                    h[y] += 1
+                    _add(new, tuple(h), w * ry)
+        dist = new
+    return dist
+
+
+def merge_identical_columns(matrix) -> list:
+    """Matrix with identical output columns summed into one.
+
+    Lossless for every shuffled dataset pair: outputs with identical columns have the same law under every
+    input, so given the histogram of the merged classes the split inside a class does not depend on the
+    dataset (the class histogram is sufficient)."""
+    groups: dict = {}
+    for y in range(len(matrix[0])):
+        column = tuple(row[y] for row in matrix)
+        groups[column] = groups.get(column, 0) + 1
+    return [[column[x] * count for column, count in groups.items()] for x in range(len(matrix))]
+
+
+def finite_worst_case_delta(matrix, n: int, eps_values) -> list:
+    """Exact worst-case delta(eps) of the shuffled finite randomizer over **every** dataset of n users
+    (replace-one, both directions): max over victim pairs x != x' and multisets of the others' inputs
+    (the shuffle makes their order irrelevant).  Identical output columns are merged first (lossless).
+
+    Returns one value per eps, with the arg-max dataset: [(delta, (x, x', others)), ...]."""
+    from itertools import combinations, combinations_with_replacement
+
+    matrix = merge_identical_columns(matrix)
+    d = len(matrix)
+    best = [(-1.0, None)] * len(eps_values)
+    for others in combinations_with_replacement(range(d), n - 1):
+        base = shuffled_histograms(matrix, others)
+        laws = {x: _convolve_hist(base, matrix[x]) for x in range(d)}
+        for x, x2 in combinations(range(d), 2):
+            P, Q = laws[x], laws[x2]
+            for i, eps in enumerate(eps_values):
+                val = float(max(hockey_stick(P, Q, eps), hockey_stick(Q, P, eps)))
+                if val > best[i][0]:
+                    best[i] = (val, (x, x2, others))
+    return best
+
+
+def homogeneous_dataset_delta(class_probs, class_ratios, n: int, eps: float) -> float:
+    """delta(eps) of a shuffled finite randomizer on (x, x, ..., x) vs (x', x, ..., x), both directions.
+
+    The outputs are grouped into exactly three classes with probabilities ``class_probs`` under R(x)
+    and likelihood ratios ``class_ratios`` = R(x')(y)/R(x)(y) (constant on each class).  All n users
+    hold x under D, so the class histogram h ~ Mult(n; class_probs) and
+    P(h)/Q(h) = n / sum_k h_k class_ratios[k].  Exact sum over all (n+1)(n+2)/2 histograms (numpy,
+    O(n^2) memory), no grid and no truncation."""
+    from scipy.stats import multinomial
+
+    h0, h1 = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    ok = h0 + h1 <= n
+    h0, h1 = h0[ok], h1[ok]
+    h2 = n - h0 - h1
+    pmf = multinomial.pmf(np.stack([h0, h1, h2], axis=1), n, list(class_probs))
+    s = h0 * class_ratios[0] + h1 * class_ratios[1] + h2 * class_ratios[2]  # = n Q/P
+    t = math.exp(eps)
+    forward = math.fsum((pmf * np.maximum(1.0 - t * s / n, 0.0)).tolist())  # sum (P - tQ)_+
+    backward = math.fsum((pmf * np.maximum(s / n - t, 0.0)).tolist())  # sum (Q - tP)_+
+    return max(forward, backward)
+
+
+def _convolve_hist(dist: dict, row) -> dict:
+    out: dict = {}
+    for hist, w in dist.items():
+        for y, ry in enumerate(row):
+            if ry:
+                h = list(hist)
+                h[y] += 1
+                _add(out, tuple(h), w * ry)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. exact accounting (§0): hockey stick, explicit composition, delta(eps), eps(delta)
 # ---------------------------------------------------------------------------------------------

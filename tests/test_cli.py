@@ -82,7 +82,7 @@ def test_bad_input_one_line_exit_2():
         (["epsilon", "--mechanism", "krr", "--num-users", "100", "--gamma", "0.2", "--delta", "1e-6"],
          "--domain-size is required for --mechanism krr"),
         (["epsilon", "--mechanism", "ldp", "--num-users", "100", "--delta", "1e-6"],
-         "--local-epsilon is required for --mechanism ldp"),
+         "--local-epsilon or --randomizer"),
         (["epsilon", "--mechanism", "krr", "--num-users", "100", "--domain-size", "4", "--gamma", "0.2",
           "--local-epsilon", "1", "--delta", "1e-6"], "exactly one of --gamma"),
         (["epsilon", *BINARY, "--adversary", "strong", "--delta", "1e-6"], "--adversary not valid for --mechanism binary-rr"),
@@ -164,6 +164,11 @@ FLAG_RUNS = {
          "--delta", "1e-3", "--quiet"],
         ["--mechanism", "ldp", *SMALL, "--reduction", "fmt23", "--delta", "1e-3"],
         ["--compose", "binary-rr:num_users=50,local_epsilon=1,dataset=khh21:count=2", "--spec", "SPEC", "--delta", "1e-3"],
+        ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6", "--subset-size", "2",
+         "--local-epsilon", "1", "--delta", "1e-3"],
+        ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
+         "--hash-range", "4", "--local-epsilon", "1", "--delta", "1e-3"],
+        ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--delta", "1e-3"],
     ],
     "delta": [
         ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--epsilon", "0.5", "--json"],
@@ -171,6 +176,11 @@ FLAG_RUNS = {
          "--epsilon", "0.5", "--quiet"],
         ["--mechanism", "ldp", *SMALL, "--reduction", "fmt20", "--epsilon", "0.5"],
         ["--compose", "binary-rr:num_users=50,local_epsilon=1,dataset=khh21", "--spec", "SPEC", "--epsilon", "0.5"],
+        ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6", "--subset-size", "2",
+         "--local-epsilon", "1", "--epsilon", "0.5"],
+        ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
+         "--hash-range", "4", "--local-epsilon", "1", "--epsilon", "0.5"],
+        ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--epsilon", "0.5"],
     ],
     "calibrate": [
         ["rounds", "--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--target-epsilon", "2", "--delta", "1e-3",
@@ -181,6 +191,12 @@ FLAG_RUNS = {
          "--delta", "1e-3", "--quiet"],
         ["rounds", "--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5",
          "--adversary", "strong", "--target-epsilon", "2", "--delta", "1e-3"],
+        ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6",
+         "--subset-size", "2", "--local-epsilon", "1", "--target-epsilon", "2", "--delta", "1e-3"],
+        ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
+         "--hash-range", "4", "--local-epsilon", "1", "--target-epsilon", "2", "--delta", "1e-3"],
+        ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX",
+         "--target-epsilon", "2", "--delta", "1e-3"],
     ],
 }
 
@@ -202,7 +218,10 @@ def test_every_shown_flag_works(command, index, tmp_path, capsys):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps([{"mechanism": "binary-rr", "parameters": {"num_users": 40, "local_epsilon": 0.5,
                                                                           "dataset": "khh21"}}]))
-    argv = [command, *(str(spec) if word == "SPEC" else word for word in FLAG_RUNS[command][index])]
+    matrix = tmp_path / "matrix.json"
+    matrix.write_text("[[0.6, 0.3, 0.1], [0.3, 0.6, 0.1], [0.2, 0.2, 0.6]]")
+    files = {"SPEC": str(spec), "MATRIX": str(matrix)}
+    argv = [command, *(files.get(word, word) for word in FLAG_RUNS[command][index])]
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -220,3 +239,42 @@ def test_infinite_epsilon_statement_explains(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "certified epsilon bracket: [inf, inf]" in out and "note: no finite epsilon is certified" in out
+
+
+def test_ldp_randomizer_flags():
+    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "4", "--num-users", "10000",
+               "--local-epsilon", "4", "--delta", "1e-6", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert record["is_guarantee"] and 0.410809 - 1e-6 <= record["upper"] <= 0.410816 + 1e-6
+    (entry,) = record["mechanisms"]
+    assert entry["parameters"]["reduction"] == "randomizer"
+    assert entry["parameters"]["randomizer"] == {"randomizer": "krr", "domain_size": 4, "local_epsilon": 4.0}
+    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "oue", "--domain-size", "1024", "--num-users", "1000",
+               "--local-epsilon", "1", "--delta", "1e-6", "--quiet")
+    assert proc.returncode == 0 and "optimized unary encoding, d=1024" in proc.stdout
+
+
+def test_ldp_randomizer_spec_round_trip_and_errors(tmp_path):
+    matrix = tmp_path / "m.json"
+    matrix.write_text("[[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]]")
+    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "finite", "--matrix", str(matrix), "--num-users", "500",
+               "--delta", "1e-6", "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    spec = tmp_path / "spec.json"
+    spec.write_text(proc.stdout)
+    again = run("epsilon", "--spec", str(spec), "--delta", "1e-6", "--json", "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["upper"] == json.loads(proc.stdout)["upper"]
+    bad = run("epsilon", "--mechanism", "ldp", "--randomizer", "subset", "--domain-size", "10", "--num-users", "1000",
+              "--local-epsilon", "1", "--delta", "1e-6")
+    assert bad.returncode == 2 and "subset_size" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run("epsilon", "--mechanism", "ldp", "--randomizer", "nope", "--num-users", "1000", "--delta", "1e-6")
+    assert bad.returncode == 2 and "randomizer must be one of" in bad.stderr
+
+
+def test_ldp_wang24_is_loudly_not_a_guarantee():
+    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "3", "--num-users", "1000",
+               "--local-epsilon", "6", "--reduction", "wang24", "--delta", "1e-6", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "NOT A PRIVACY GUARANTEE" in proc.stdout and "REPRODUCTION ONLY" in proc.stdout

@@ -22,9 +22,11 @@ Both are ε(δ) statements for shuffled ε0-LDP reports, valid above a minimum �
             + \\frac4n\\Big)\\Big)
 
   **Restricted class.** By the paper's erratum (§7) the proof of Lemma 3.5 fails for
-  ``p < 1/(e^{ε0}+1)``; the theorem holds for the class ``S_ε0`` (k-ary RR, RAPPOR, their convex
-  combinations), not for every ε0-LDP randomizer (see ``docs/mathematics.md#baselines`` and
-  ``docs/mathematics.md#clone-reductions``).
+  ``p < 1/(e^{ε0}+1)``; the theorem holds for the class ``S_ε0``, i.e. randomizers with
+  ``R(z)(y)(e^{ε0}+1) ≥ R(x)(y) + R(x')(y)`` for all inputs ``x, x', z`` and outputs ``y`` (k-ary and
+  binary RR; the erratum also lists RAPPOR, but symmetric RAPPOR, OUE, OLH and subset selection fail this
+  test at their true ε0 -- see :attr:`pldshuffle.randomizers.Randomizer.in_fmt23_class`), not for every
+  ε0-LDP randomizer (see ``docs/mathematics.md#baselines`` and ``docs/mathematics.md#clone-reductions``).
 
 Outside the δ range the result is ``nan``. δ(ε) is the numeric inverse: ε(δ) decreases in δ, so the
 smallest δ in ``[δ_min, 1]`` with ``ε(δ) <= ε`` is found by a scan in ``log δ`` and ``brentq``; if
@@ -94,7 +96,10 @@ def _label(bound: str) -> str:
     return "FMT23 Thm 3.2" if bound == "fmt23" else f"FMT20 Thm 3.1 ({bound})"
 
 
-_RESTRICTED = "FMT23 holds only for the restricted class S_eps0 (kRR/RAPPOR-type randomizers)"
+_RESTRICTED = (
+    "FMT23 holds only for the restricted class S_eps0: R(z)(y)(e^eps0+1) >= R(x)(y) + R(x')(y) for all x, x', z, y "
+    "(k-ary and binary RR; not symmetric RAPPOR, OUE, OLH or subset selection at their true eps0)"
+)
 
 
 def _result(bound: str, value: float, note: str | None = None, **details: float) -> BoundResult:
@@ -183,8 +188,9 @@ def fmt20_delta_result(
 def fmt23_epsilon_result(*, num_users: int, local_epsilon: float, target_delta: float) -> BoundResult:
     """ε(δ) of Feldman–McMillan–Talwar, "Stronger amplification by shuffling", Thm 3.2 eq. (3).
 
-    **Restricted class**: valid for randomizers in ``S_ε0`` (k-ary RR, RAPPOR and convex
-    combinations), not for every ε0-LDP randomizer (paper's erratum, §7).
+    **Restricted class**: valid for randomizers in ``S_ε0`` (``R(z)(y)(e^{ε0}+1) ≥ R(x)(y) + R(x')(y)``:
+    k-ary and binary RR; not symmetric RAPPOR, OUE, OLH or subset selection at their true ε0), not for
+    every ε0-LDP randomizer (paper's erratum, §7).
 
     Parameters
     ----------

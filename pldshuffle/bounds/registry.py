@@ -246,7 +246,7 @@ def _build() -> dict[str, Baseline]:
             name="fmt23",
             paper="Feldman, McMillan, Talwar, Stronger privacy amplification by shuffling, SODA 2023",
             theorem="Thm 3.2, eq. (3) (with the §7 erratum)",
-            bounds="ε(δ), δ(ε) of one round; RESTRICTED CLASS: kRR/RAPPOR-type randomizers (S_ε0) only",
+            bounds="ε(δ), δ(ε) of one round; RESTRICTED CLASS S_ε0 only (R(z)(e^ε0+1) >= R(x)+R(x'): kRR, binary RR; not RAPPOR/OUE/OLH/subset)",
             validity="δ >= 2 exp(-n / (8 (e^{ε0} + 1)))",
             kind="upper",
             parameters=_SHUFFLE,

@@ -4,5 +4,6 @@ from .binary_rr import ShuffledBinaryRR
 from .clones import ShuffledLDP
 from .generic import PairMechanism
 from .krr import ShuffledKRR
+from .labelled_clones import LabelledClonePair
 
-__all__ = ["PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+__all__ = ["LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]

@@ -1,5 +1,11 @@
 """Clone reductions: shuffle amplification for *any* ε0-LDP randomiser (core spec §3).
 
+:class:`ShuffledLDP` analyses every certified reduction (FMT20, FMT23, a randomizer's own constants)
+through the one pair class :class:`~pldshuffle.mechanisms.labelled_clones.LabelledClonePair`; pair F below
+is that class with ``r0 = r1 = p_c/2`` and no residual, and its kernels live in
+:mod:`pldshuffle._clone_kernels`.  :func:`clone_pair` / :func:`clone_pair_bounds` expose pair F and
+KHH21's pair K by ``(ε0, p_c)`` directly.
+
 Common ingredients: ``q = e^{ε0}/(e^{ε0}+1)``, a clone probability ``p_c`` and
 
 .. math::  C \\sim \\mathrm{Bin}(n-1, p_c),\\quad A\\mid C \\sim \\mathrm{Bin}(C, 1/2),\\quad
@@ -54,15 +60,14 @@ import math
 import warnings
 from dataclasses import dataclass
 
-import numba
-import numpy as np
-from numpy.typing import NDArray
-from scipy import stats
-
-from .._validation import check_choice, check_int, check_positive_finite, check_probability
-from ..pld import LossDistribution, PrivacyLossPair
-from ._binomial import binomial_window
+from .. import _clone_kernels as _ck
+from .._clone_kernels import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS
+from .._validation import check_choice, check_int, check_positive_finite, check_probability, check_real
+from ..pld import PrivacyLossPair
+from ..randomizers.base import Randomizer
+from ..randomizers.named import MAX_LOCAL_EPSILON
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+from .labelled_clones import LabelledClonePair
 
 __all__ = [
     "EXACT_SUPPORT_LIMIT",
@@ -75,240 +80,8 @@ __all__ = [
     "clone_support_size",
 ]
 
-#: :class:`ShuffledLDP` (and :func:`clone_pair_bounds`) evaluate supports up to this size exactly and
-#: stream larger ones onto a lattice (faster, O(1) memory, relative ε error ~1e-8).
-EXACT_SUPPORT_LIMIT = 2**18
-#: :func:`clone_pair` with ``bound="exact"`` refuses larger supports (~100 bytes per point while built).
-MAX_EXACT_SUPPORT = 20_000_000
-#: Streamed supports above this size are refused up front (time, not memory: ~5 ns per point per core).
-MAX_STREAMED_SUPPORT = 20_000_000_000
-#: Number of lattice cells spanning the loss range of a streamed pair.
-STREAM_GRID_BINS = 2**16
-#: e^{ε0} must stay far from overflow in the closed forms (ε0 beyond this gives no amplification anyway).
-MAX_LOCAL_EPSILON = 500.0
 
-_REDUCTIONS = ("fmt20", "fmt23", "khh21")
-_MAX_STREAM_THREADS = 8
-
-
-# ----------------------------------------------------------------------------- numba kernels
-@numba.njit(cache=True, inline="always")
-def _loss(a: int, b: int, e: float, lam: float, mu: float, nu: float, kappa: float) -> float:  # pragma: no cover
-    """Loss ``log(num/den)`` of outcome ``(a, b)``, ``+inf`` where ``den = 0``.
-
-    ``num = e·a + nu·b + kappa`` and ``den = nu·a + mu·b + kappa`` with ``mu = e`` and ``lam = e - nu``
-    (passed accurately, so ``num - den = lam·(a-b)``): pair F has ``nu = 1, kappa = 0``
-    (``(e a + b)/(a + e b)``), pair K ``nu = 0, kappa = κ_t`` (``(e a + κ)/(e b + κ)``).  Near 1 the ratio
-    goes through ``log1p`` of ``lam·(a-b)/den`` (ulp-accurate small losses).
-    """
-    den = nu * a + mu * b + kappa
-    if den == 0.0:
-        return np.inf
-    x = lam * (a - b) / den
-    if abs(x) < 0.5:
-        return math.log1p(x)
-    num = e * a + nu * b + kappa
-    return math.log(num) - math.log(den)
-
-
-@numba.njit(cache=True)
-def _block_walk(T, a_lo, a_hi, start, start_value, u, v, e, lam, mu, nu, kappa, loss_out, mass_out):  # pragma: no cover
-    """Fill ``loss_out[a - a_lo]``, ``mass_out[a - a_lo]`` for one block; returns the infinite-loss mass.
-
-    The kept range is symmetric (``a_lo + a_hi = T``) and so are the pairs: ``Bin(T,1/2)(a)`` is
-    symmetric, the mass of ``(T-a, a)`` is ``Bin(T,1/2)(a)·(u (T-a) + v)`` and its loss is minus that of
-    ``(a, T-a)``.  So only ``a >= T/2`` is walked, from ``start = ⌈T/2⌉`` (exact value ``start_value``)
-    upwards by the ratios ``(T-a+1)/a`` (about one ulp of relative error per step), each step filling
-    both ``a`` and its mirror ``T-a``.
-    """
-    inf_mass = 0.0
-    pmf = start_value
-    for a in range(start, a_hi + 1):
-        if a > start:
-            pmf *= (T - a + 1) / a
-        b = T - a
-        s = _loss(a, b, e, lam, mu, nu, kappa)
-        mass = pmf * (u * a + v)
-        if mass <= 0.0:
-            loss_out[a - a_lo] = 0.0
-            mass_out[a - a_lo] = 0.0
-        elif s == np.inf:
-            inf_mass += mass
-            loss_out[a - a_lo] = 0.0
-            mass_out[a - a_lo] = 0.0
-        else:
-            loss_out[a - a_lo] = s
-            mass_out[a - a_lo] = mass
-        if b < a:
-            mirror = pmf * (u * b + v)
-            # The mirror of an infinite loss has P = 0 (it is Q's infinity atom): mirror == 0 there.
-            if mirror <= 0.0 or s == np.inf:
-                loss_out[b - a_lo] = 0.0
-                mass_out[b - a_lo] = 0.0
-            else:
-                loss_out[b - a_lo] = -s
-                mass_out[b - a_lo] = mirror
-    return inf_mass
-
-
-@numba.njit(cache=True, parallel=True)
-def _fill_support(totals, a_lo, a_hi, start, start_value, u, v, kappa, e, lam, mu, nu, offsets, losses, masses):  # pragma: no cover
-    nblocks = totals.size
-    infs = np.zeros(nblocks)
-    for i in numba.prange(nblocks):
-        o0, o1 = offsets[i], offsets[i + 1]
-        infs[i] = _block_walk(
-            totals[i], a_lo[i], a_hi[i], start[i], start_value[i], u[i], v[i], e, lam, mu, nu, kappa[i],
-            losses[o0:o1], masses[o0:o1],
-        )
-    return infs.sum()
-
-
-@numba.njit(cache=True)
-def _loss_range(totals, a_lo, a_hi, u, v, kappa, e, lam, mu, nu):  # pragma: no cover
-    """Min and max finite loss over outcomes of positive mass (losses increase with ``a`` in a block)."""
-    smin, smax = np.inf, -np.inf
-    for i in range(totals.size):
-        T = totals[i]
-        for a in range(a_lo[i], a_hi[i] + 1):
-            s = _loss(a, T - a, e, lam, mu, nu, kappa[i])
-            if u[i] * a + v[i] > 0.0 and s < np.inf:
-                smin = min(smin, s)
-                break
-        for a in range(a_hi[i], a_lo[i] - 1, -1):
-            s = _loss(a, T - a, e, lam, mu, nu, kappa[i])
-            if u[i] * a + v[i] > 0.0 and s < np.inf:
-                smax = max(smax, s)
-                break
-    return smin, smax
-
-
-@numba.njit(cache=True, parallel=True)
-def _stream(totals, a_lo, a_hi, start, start_value, u, v, kappa, e, lam, mu, nu, spacing, j0, size, chunks):  # pragma: no cover
-    """Per lattice cell ``[z_j, z_{j+1})``, ``z_j = j·spacing``, ``j = j0 .. j0+size-1``: the mass
-    ``M_j = Σ m`` and the tilt ``T_j = Σ m·expm1(-(s - z_j))`` (``≤ 0``) of the outcomes in it, plus the
-    infinite-loss mass.  One row per chunk of blocks (no write races); O(support) time.
-    """
-    nblocks = totals.size
-    mass = np.zeros((chunks, size))
-    tilt = np.zeros((chunks, size))
-    infs = np.zeros(chunks)
-    bad = np.zeros(chunks, dtype=np.int64)
-    inv_spacing = 1.0 / spacing
-    # For tiny spacings expm1(-d) = -d(1 - d/2 + d²/6 - d³/24) to < 1e-17 relative (0 <= d <= spacing <= 1e-4).
-    series = spacing <= 1e-4
-    width = 0
-    for i in range(nblocks):
-        width = max(width, a_hi[i] - a_lo[i] + 1)
-    for k in numba.prange(chunks):
-        lo_b = (nblocks * k) // chunks
-        hi_b = (nblocks * (k + 1)) // chunks
-        loss_buf = np.empty(width)
-        mass_buf = np.empty(width)
-        for i in range(lo_b, hi_b):
-            infs[k] += _block_walk(
-                totals[i], a_lo[i], a_hi[i], start[i], start_value[i], u[i], v[i], e, lam, mu, nu, kappa[i],
-                loss_buf, mass_buf,
-            )
-            for r in range(a_hi[i] - a_lo[i] + 1):
-                m = mass_buf[r]
-                if m <= 0.0:
-                    continue
-                s = loss_buf[r]
-                j = int(math.floor(s * inv_spacing))
-                if j * spacing > s:
-                    j -= 1
-                elif (j + 1) * spacing <= s:
-                    j += 1
-                idx = j - j0
-                if idx < 0 or idx >= size:
-                    bad[k] += 1
-                    continue
-                d = min(max(s - j * spacing, 0.0), spacing)
-                if series:
-                    em = -d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0))))
-                else:
-                    em = math.expm1(-d)
-                mass[k, idx] += m
-                tilt[k, idx] += m * em
-    return mass.sum(axis=0), tilt.sum(axis=0), infs.sum(), bad.sum()
-
-
-# ----------------------------------------------------------------------------- layout
-@dataclass(frozen=True, eq=False)
-class _Layout:
-    """The kept outcomes as blocks ``T = a + b``, ``a ∈ [a_lo, a_hi]``, mass ``Bin(T,1/2)(a)(u a + v)``."""
-
-    totals: NDArray[np.int64]
-    a_lo: NDArray[np.int64]
-    a_hi: NDArray[np.int64]
-    start: NDArray[np.int64]
-    start_value: NDArray[np.float64]
-    u: NDArray[np.float64]
-    v: NDArray[np.float64]
-    kappa: NDArray[np.float64]
-    constants: tuple[float, float, float, float]  # e, lam, mu, nu
-    dropped: float
-    support: int
-
-    def kernel_args(self) -> tuple:
-        return (self.totals, self.a_lo, self.a_hi, self.start, self.start_value, self.u, self.v, self.kappa, *self.constants)
-
-
-def _half_windows(c: NDArray[np.int64], tail_mass: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """Central windows ``[lo_c, c - lo_c]`` of ``Bin(c, 1/2)`` with exact dropped mass per ``c``."""
-    with np.errstate(all="ignore"):
-        lo = stats.binom.ppf(tail_mass / 2.0, c, 0.5)
-    lo = np.where(np.isfinite(lo), lo, 0.0).astype(np.int64)
-    lo = np.clip(lo, 0, c // 2)
-    hi = c - lo
-    dropped = stats.binom.cdf(lo - 1, c, 0.5) + stats.binom.sf(hi, c, 0.5)
-    dropped = np.where(lo > 0, dropped, 0.0)  # lo = 0 keeps the whole support (hi = c)
-    return lo, hi, dropped
-
-
-def _layout(num_users: int, local_epsilon: float, clone_probability: float, tail_mass: float, variant: str) -> _Layout:
-    n, eps0, pc = num_users, local_epsilon, clone_probability
-    e = math.exp(eps0)
-    em1 = math.expm1(eps0)
-    q = 1.0 / (1.0 + math.exp(-eps0))  # e/(e+1)
-    one_q = 1.0 / (e + 1.0)
-    clo, chi, dropped_c = binomial_window(n - 1, pc, tail_mass)
-    c = np.arange(clo, chi + 1, dtype=np.int64)
-    w = stats.binom.pmf(c, n - 1, pc)
-    lo, hi, dropped_a = _half_windows(c, tail_mass)
-    dropped = min(1.0, dropped_c + math.fsum((w * dropped_a).tolist()))
-    if variant == "F":
-        totals = c + 1
-        a_lo, a_hi = lo, hi + 1
-        u = 2.0 * w * em1 / ((e + 1.0) * totals)
-        v = 2.0 * w / (e + 1.0)
-        kappa = np.zeros(totals.size)
-        constants = (e, em1, e, 1.0)
-    else:
-        totals = np.arange(clo, chi + 2, dtype=np.int64)
-        big = np.iinfo(np.int64).max
-        a_lo = np.minimum(np.append(lo, big), np.insert(lo, 0, big))
-        a_hi = np.maximum(np.append(hi, -1), np.insert(hi + 1, 0, -1))
-        w_t = stats.binom.pmf(totals, n - 1, pc)
-        w_prev = stats.binom.pmf(totals - 1, n - 1, pc)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u = np.where(totals > 0, 2.0 * q * w_prev / totals, 0.0)
-            kappa = (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0)
-        v = one_q * w_t
-        kappa = np.asarray(kappa, dtype=np.float64)
-        constants = (e, e, e, 0.0)
-    if not np.array_equal(a_lo + a_hi, totals):  # the kept set must be symmetric under a <-> b
-        raise AssertionError("internal error: asymmetric clone-pair window")
-    start = (totals + 1) // 2
-    start_value = stats.binom.pmf(start, totals, 0.5)
-    support = int(np.sum(a_hi - a_lo + 1))
-    as64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
-    asf = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
-    return _Layout(
-        as64(totals), as64(a_lo), as64(a_hi), as64(start), asf(start_value), asf(u), asf(v), asf(kappa),
-        tuple(float(x) for x in constants), float(dropped), support,  # type: ignore[arg-type]
-    )
+_REDUCTIONS = ("fmt20", "fmt23", "randomizer", "khh21", "wang24")
 
 
 def _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant) -> tuple[int, float, float, float, str]:
@@ -332,8 +105,8 @@ def clone_support_size(
     num_users: int, local_epsilon: float, clone_probability: float, tail_mass: float = DEFAULT_TAIL_MASS, *, variant: str = "F"
 ) -> int:
     """Number of kept support points of a clone pair (cost O(√(n p_c)) scipy evaluations)."""
-    args = _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant)
-    return _layout(*args).support
+    n, eps0, pc, tail, variant = _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant)
+    return _ck.layout(n, math.exp(eps0), math.expm1(eps0), pc, tail, variant).support
 
 
 def clone_pair(
@@ -390,7 +163,7 @@ def clone_pair(
         lower, upper = clone_pair_bounds(n, eps0, pc, tail, variant=variant)
         return upper if bound == "upper" else lower
     limit = check_int("max_support_points", max_support_points, minimum=1)
-    lay = _layout(n, eps0, pc, tail, variant)
+    lay = _ck.layout(n, math.exp(eps0), math.expm1(eps0), pc, tail, variant)
     if lay.support > limit:
         raise ValueError(
             f"the clone pair for num_users={n}, local_epsilon={eps0:g}, clone_probability={pc:.4g} has "
@@ -398,7 +171,7 @@ def clone_pair(
             "to materialise); use clone_pair_bounds(...) or bound='upper'/'lower' (strict, bounded memory), "
             "raise max_support_points, or raise tail_mass"
         )
-    return _exact_pair(lay, _label(variant, n, eps0, pc))
+    return _ck.exact_pair(lay, _label(variant, n, eps0, pc))
 
 
 def clone_pair_bounds(
@@ -440,60 +213,8 @@ def clone_pair_bounds(
     n, eps0, pc, tail, variant = _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant)
     max_exact = check_int("max_exact_support", max_exact_support, minimum=0)
     bins = check_int("bins", bins, minimum=2)
-    lay = _layout(n, eps0, pc, tail, variant)
-    label = _label(variant, n, eps0, pc)
-    if lay.support <= max_exact:
-        pair = _exact_pair(lay, label)
-        return pair, pair
-    if lay.support > MAX_STREAMED_SUPPORT:
-        raise ValueError(
-            f"the clone pair for num_users={n}, local_epsilon={eps0:g}, clone_probability={pc:.4g} has "
-            f"{lay.support:.3g} support points, above MAX_STREAMED_SUPPORT={MAX_STREAMED_SUPPORT:.3g} (it would take "
-            "minutes); use a larger local_epsilon, fewer users, a larger tail_mass, or an analytic bound"
-        )
-    return _streamed_pairs(lay, bins, label)
-
-
-def _exact_pair(lay: _Layout, label: str) -> PrivacyLossPair:
-    offsets = np.zeros(lay.totals.size + 1, dtype=np.int64)
-    np.cumsum(lay.a_hi - lay.a_lo + 1, out=offsets[1:])
-    losses = np.empty(lay.support)
-    masses = np.empty(lay.support)
-    infinity = float(_fill_support(*lay.kernel_args(), offsets, losses, masses))
-    direction = LossDistribution(losses, masses, infinity_mass=min(infinity, 1.0), truncated_mass=lay.dropped)
-    return PrivacyLossPair(direction, None, label=label)
-
-
-def _streamed_pairs(lay: _Layout, bins: int, label: str) -> tuple[PrivacyLossPair, PrivacyLossPair]:
-    smin, smax = _loss_range(lay.totals, lay.a_lo, lay.a_hi, lay.u, lay.v, lay.kappa, *lay.constants)
-    if not np.isfinite(smin):  # no finite loss with positive mass: only the infinity atom / truncation
-        pair = _exact_pair(lay, label)
-        return pair, pair
-    width = smax - smin
-    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
-    j0 = int(math.floor(smin / spacing)) - 1
-    size = int(math.floor(smax / spacing)) - j0 + 2
-    chunks = max(1, min(numba.get_num_threads(), _MAX_STREAM_THREADS, lay.totals.size))
-    cell_mass, cell_tilt, infinity, misplaced = _stream(*lay.kernel_args(), spacing, j0, size, chunks)
-    if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
-        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
-    grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
-    infinity = min(float(infinity), 1.0)
-    # Upper: split M_j between z_j and z_{j+1} keeping mass and e^{-s}-moment (a mean-preserving spread).
-    share = np.clip(cell_tilt / math.expm1(-spacing), 0.0, cell_mass)
-    up = np.append(cell_mass - share, 0.0)
-    up[1:] += share
-    # Lower: one atom per cell at the conditional mean of e^{-s} (a mean-preserving contraction).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0))
-    offset = np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
-    lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=lay.dropped)
-    upper = LossDistribution(grid, up, infinity_mass=infinity, truncated_mass=lay.dropped)
-    note = f"; {lay.support:,} outcomes streamed onto a loss lattice of spacing {spacing:.3g}"
-    return (
-        PrivacyLossPair(lower, None, label=label + note + ", cell-wise mean-preserving contraction (lower bound)"),
-        PrivacyLossPair(upper, None, label=label + note + ", mean-preserving spread (upper bound)"),
-    )
+    lay = _ck.layout(n, math.exp(eps0), math.expm1(eps0), pc, tail, variant)
+    return _ck.layout_bounds(lay, _label(variant, n, eps0, pc), max_exact, bins)
 
 
 # ----------------------------------------------------------------------------- mechanism
@@ -504,47 +225,75 @@ _CAVEATS = {
     ),
     "fmt23": (
         "FMT23 clone reduction (Thm 3.1 / errata Thm 7.1, clone probability 2/(e^ε0+1)): valid ONLY for "
-        "randomizers in FMT23's restricted class (k-ary RR, binary RR, RAPPOR and their convex combinations), "
-        "not for arbitrary ε0-LDP randomizers; use reduction='fmt20' for those",
+        "randomizers in its restricted class, R(z)(y)(e^ε0+1) >= R(x)(y) + R(x')(y) for all inputs x, x', z and outputs y (binary "
+        "and k-ary RR; not symmetric RAPPOR, OUE, OLH or subset selection at their true ε0), not for arbitrary "
+        "ε0-LDP randomizers; use reduction='fmt20' or pass randomizer=... for those",
     ),
     "khh21": (
         "KHH21 eq. (6.1) clone pair: no proof known; for reproducing KHH21 figures only, not a privacy guarantee",
     ),
+    "randomizer": (
+        "randomizer-specific clone reduction: labelled clone pair with the randomizer's own ratio p* and clone "
+        "probability r* per victim pair (a guarantee for this randomizer; never looser than FMT20); the bracket "
+        "is that of the reduction's pairs, the exact shuffled randomizer may have a smaller ε",
+    ),
+    "wang24": (
+        "REPRODUCTION ONLY, NOT A GUARANTEE: Wang et al. (PVLDB 2024) variation-ratio pair with the randomizer's "
+        "total variation; when its residual weight g > 0 the real shuffled randomizer can exceed it (e.g. 3-ary "
+        "RR, ε0=6, n=1000: the pair gives ε=5.775 at δ=1e-6, the real mechanism has δ(5.775)=1.4e-3)",
+    ),
 }
+_DEFAULT = "default"
 
 
 @dataclass(frozen=True)
 class ShuffledLDP(ShuffleMechanism):
-    """Any ``local_epsilon``-LDP randomiser shuffled among ``num_users`` users, via a clone reduction.
+    """An ε0-LDP randomizer shuffled among ``num_users`` users, via a (labelled) clone reduction.
 
     Parameters
     ----------
     num_users : int
         ``n >= 2``, including the user whose input differs.
-    local_epsilon : float
-        ``ε0 > 0`` (at most 500) of the local randomiser.
-    reduction : {"fmt20", "fmt23", "khh21"}
-        * ``"fmt20"`` (default): clone pair F with clone probability ``e^{-ε0}`` -- Feldman, McMillan,
+    local_epsilon : float, optional
+        ``ε0 > 0`` (at most 500) of the local randomizer.  Taken from ``randomizer`` when one is given
+        (then it must be omitted or equal the randomizer's true ε0).
+    reduction : {"fmt20", "fmt23", "randomizer", "khh21", "wang24"}, optional
+        Default: ``"randomizer"`` when a randomizer is given (the tightest proven choice), else ``"fmt20"``.
+
+        * ``"fmt20"``: labelled clone pair with ``p = e^{ε0}``, ``r = e^{-ε0}/2`` -- Feldman, McMillan,
           Talwar, "Hiding among the clones" (FOCS 2021), Thm 3.2.  Valid for **every** ε0-LDP
-          randomiser (also adaptive).
-        * ``"fmt23"``: clone pair F with clone probability ``2/(e^{ε0}+1)`` -- Feldman, McMillan, Talwar,
-          "Stronger privacy amplification by shuffling for Rényi and approximate differential privacy"
-          (SODA 2023), Thm 3.1 as corrected by the errata (arXiv 2208.04591, Thm 7.1).  Valid **only**
-          for the restricted class of the errata (k-ary RR, binary RR, RAPPOR, convex combinations of
-          those); the results carry this caveat.
+          randomizer (also adaptive).
+        * ``"fmt23"``: ``p = e^{ε0}``, ``r = 1/(e^{ε0}+1)`` (clone probability ``2/(e^{ε0}+1)``) -- Feldman,
+          McMillan, Talwar, SODA 2023, Thm 3.1 as corrected by the errata (arXiv 2208.04591, Thm 7.1).
+          Valid **only** for randomizers with ``R(z)(y)(e^{ε0}+1) ≥ R(x)(y) + R(x')(y)`` for all
+          ``x, x', z, y`` (binary and k-ary RR, Hadamard response with ``d ≤ 3``, ...; **not** symmetric
+          RAPPOR, OUE, OLH or subset selection at their true ε0).  With a randomizer that fails the
+          test the result is marked ``is_guarantee=False``.
+        * ``"randomizer"``: the randomizer's own constants ``(p*, r*)`` per victim pair
+          (:meth:`pldshuffle.randomizers.Randomizer.clone_constants`); a guarantee, never looser than
+          ``"fmt20"``, equal to ``"fmt23"`` for randomizers in its class, tighter for finite randomizers
+          with larger ``r*``.
         * ``"khh21"``: pair K of Koskela, Heikkilä, Honkela (2021), eq. (6.1), clone probability
           ``e^{-ε0}``: **no proof known**; for reproducing KHH21's figures (``is_guarantee=False``, and a
           ``UserWarning`` is emitted on construction).
+        * ``"wang24"``: Wang et al., "Privacy amplification via shuffling: unified, simplified, and
+          tightened" (PVLDB 17(8) 2024), Thm 4.7 with ``p = q = e^{ε0}`` and ``β`` the randomizer's total
+          variation.  **Reproduction only, not a guarantee** (``is_guarantee=False``, ``UserWarning``):
+          whenever ``β < (e^{ε0}-1)/(e^{ε0}+1)`` the pair has a residual and the real shuffled
+          randomizer can exceed it (3-ary RR, ε0 = 6, n = 1000, δ = 1e-6: 5.775 vs δ(5.775) = 1.4e-3).
+    randomizer : pldshuffle.randomizers.Randomizer, optional
+        The local randomizer (needed for ``"randomizer"`` and ``"wang24"``; with ``"fmt23"`` its class
+        membership is checked).
 
     Notes
     -----
     Neighbouring relation: replace one user's input; the analyst sees the shuffled reports.  The
-    analysed quantity is the δ(ε) of the reduction's pair (pldshuffle core spec §3), bracketed strictly.
-    Support S ≈ 155·n·p_c·√(1-p_c) points (tail mass 1e-18): up to :data:`EXACT_SUPPORT_LIMIT` it is
-    evaluated exactly (time O(S log S)); beyond, it is streamed in O(1) memory onto a lattice of
-    :data:`STREAM_GRID_BINS` cells (time O(S), ~40 ns per point and core; strict lower/upper pairs with
-    a relative ε error ~1e-8), see :func:`clone_pair_bounds`.  ``n = 10^6, ε0 = 4``: S ≈ 2.8·10^6, well
-    under a second for one round.
+    analysed quantity is the δ(ε) of the reduction's pair(s) (for ``"randomizer"``: the maximum over the
+    non-dominated victim pairs' members), bracketed strictly.  Support S ≈ 155·n·2r·√(1-2r) points
+    (tail mass 1e-18): up to :data:`EXACT_SUPPORT_LIMIT` it is evaluated exactly (time O(S log S));
+    beyond, it is streamed in O(1) memory onto a lattice of :data:`STREAM_GRID_BINS` cells (time O(S),
+    ~40 ns per point and core; strict lower/upper pairs with a relative ε error ~1e-8).  ``n = 10^6,
+    ε0 = 4``: S ≈ 2.8·10^6, well under a second for one round.
 
     Examples
     --------
@@ -553,59 +302,137 @@ class ShuffledLDP(ShuffleMechanism):
     >>> b = ps.FourierAccountant().compose(mech).get_epsilon_bounds(1e-6)
     >>> b.lower <= b.upper < 1.0
     True
+    >>> oue = ShuffledLDP(10_000, randomizer=ps.randomizers.OUE(domain_size=1024, local_epsilon=1.0))
+    >>> oue.reduction, oue.local_epsilon
+    ('randomizer', 1.0)
     """
 
     num_users: int
-    local_epsilon: float
-    reduction: str = "fmt20"
+    local_epsilon: float | None = None
+    reduction: str = _DEFAULT
+    randomizer: Randomizer | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
-        eps0 = check_positive_finite("local_epsilon", self.local_epsilon)
-        if eps0 > MAX_LOCAL_EPSILON:
-            raise ValueError(f"local_epsilon must be <= {MAX_LOCAL_EPSILON:g}, got {self.local_epsilon!r}")
+        if self.randomizer is not None and not isinstance(self.randomizer, Randomizer):
+            raise TypeError(
+                f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}"
+            )
+        if self.randomizer is not None:
+            true_eps0 = float(self.randomizer.local_epsilon)
+            if self.local_epsilon is not None and not math.isclose(
+                check_real("local_epsilon", self.local_epsilon), true_eps0, rel_tol=1e-12
+            ):
+                raise ValueError(
+                    f"local_epsilon={self.local_epsilon!r} differs from the randomizer's true ε0 = {true_eps0!r}; "
+                    "omit local_epsilon when passing randomizer"
+                )
+            object.__setattr__(self, "local_epsilon", true_eps0)
+        elif self.local_epsilon is None:
+            raise TypeError("ShuffledLDP needs local_epsilon or randomizer")
+        default = "randomizer" if self.randomizer is not None else "fmt20"
+        reduction = default if self.reduction == _DEFAULT else self.reduction
+        check_choice("reduction", reduction, _REDUCTIONS)
+        object.__setattr__(self, "reduction", reduction)
+        if reduction in ("randomizer", "wang24") and self.randomizer is None:
+            raise ValueError(f"reduction={reduction!r} needs randomizer=...")
+        eps0 = check_real("local_epsilon", self.local_epsilon)
+        finite_ok = reduction == "randomizer"  # a randomizer with a zero output probability has ε0 = inf
+        if not (0.0 < eps0 <= MAX_LOCAL_EPSILON or (finite_ok and eps0 == math.inf)):
+            raise ValueError(f"local_epsilon must lie in (0, {MAX_LOCAL_EPSILON:g}], got {self.local_epsilon!r}")
         object.__setattr__(self, "local_epsilon", eps0)
-        check_choice("reduction", self.reduction, _REDUCTIONS)
-        if self.reduction == "khh21":
+        if reduction in ("khh21", "wang24"):
+            what = "KHH21's eq. (6.1) clone pair, for which no proof is known" if reduction == "khh21" else (
+                "Wang et al.'s variation-ratio pair, which is not a valid bound when it has a residual (g > 0)"
+            )
             warnings.warn(
-                "ShuffledLDP(reduction='khh21') uses KHH21's eq. (6.1) clone pair, for which no proof is known: "
-                "use it only to reproduce KHH21's figures; results are not a privacy guarantee",
+                f"ShuffledLDP(reduction={reduction!r}) uses {what}: use it only to reproduce published figures; "
+                "results are not a privacy guarantee",
                 UserWarning,
                 stacklevel=3,  # __post_init__ <- dataclass __init__ <- user code
             )
 
     @property
+    def _eps0(self) -> float:
+        """``local_epsilon`` after validation (always set by ``__post_init__``)."""
+        assert self.local_epsilon is not None
+        return self.local_epsilon
+
+    @property
     def clone_probability(self) -> float:
-        """``e^{-ε0}`` (fmt20, khh21) or ``2/(e^{ε0}+1)`` (fmt23)."""
-        if self.reduction == "fmt23":
-            return float(2.0 / (math.exp(self.local_epsilon) + 1.0))
-        return float(math.exp(-self.local_epsilon))
+        """Smallest ``p_c = r0 + r1`` among the pairs used: ``e^{-ε0}`` (fmt20, khh21), ``2/(e^{ε0}+1)``
+        (fmt23), ``2 min r*`` (randomizer), ``r0 + r1`` of Wang's pair (wang24)."""
+        if self.reduction == "khh21":
+            return float(math.exp(-self._eps0))
+        return float(min(p.r0 + p.r1 for p in self.labelled_pairs()))
 
     @property
     def variant(self) -> str:
-        """Clone pair used: ``"F"`` (fmt20, fmt23) or ``"K"`` (khh21)."""
+        """Clone pair used: ``"K"`` (khh21) or ``"F"`` (the labelled clone pairs)."""
         return "K" if self.reduction == "khh21" else "F"
 
+    def labelled_pairs(self) -> tuple[LabelledClonePair, ...]:
+        """The labelled clone pairs whose worst case is analysed (empty for ``"khh21"``)."""
+        n, eps0 = self.num_users, self._eps0
+        if self.reduction == "fmt20":
+            return (LabelledClonePair.fmt20(n, eps0),)
+        if self.reduction == "fmt23":
+            return (LabelledClonePair.fmt23(n, eps0),)
+        if self.reduction == "randomizer":
+            return tuple(
+                LabelledClonePair(n, m.ratio, m.clone_probability, m.clone_probability)
+                for m in self.randomizer.clone_constants()  # type: ignore[union-attr]
+            )
+        if self.reduction == "wang24":
+            e = math.exp(eps0)
+            beta = min(self.randomizer.total_variation(), (e - 1.0) / (e + 1.0))  # type: ignore[union-attr]
+            return (LabelledClonePair.from_variation_ratio(n, e, beta, e),)
+        return ()
+
     def support_size(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> int:
-        """Number of support points of the truncated pair (decides exact vs streamed evaluation)."""
-        return clone_support_size(self.num_users, self.local_epsilon, self.clone_probability, tail_mass, variant=self.variant)
+        """Number of support points of the truncated pair(s) (decides exact vs streamed evaluation)."""
+        if self.reduction == "khh21":
+            return clone_support_size(self.num_users, self._eps0, self.clone_probability, tail_mass, variant="K")
+        return sum(p.support_size(tail_mass=tail_mass) for p in self.labelled_pairs())
 
     def describe(self) -> str:
         names = {
             "fmt20": "FMT20 clone reduction (any ε0-LDP randomizer)",
-            "fmt23": "FMT23 clone reduction (restricted class: kRR, binary RR, RAPPOR, convex combinations)",
+            "fmt23": "FMT23 clone reduction (restricted class: R(z)(e^ε0+1) >= R(x)+R(x'))",
             "khh21": "KHH21 eq. (6.1) clone pair (no proof known; figure reproduction only)",
+            "randomizer": "randomizer-specific clone reduction (p*, r*)",
+            "wang24": "Wang et al. 2024 variation-ratio pair (reproduction only, NOT a guarantee)",
         }
+        what = "ε0-LDP randomizer" if self.randomizer is None else self.randomizer.describe()
+        if self.reduction == "khh21":
+            constants = f"clone probability {self.clone_probability:.6g}"
+        else:
+            constants = "; ".join(
+                f"p={p.ratio:.6g}, r0={p.r0:.6g}, r1={p.r1:.6g}, g={p.residual:.6g}" for p in self.labelled_pairs()
+            )
+        eps0 = f"ε0={self._eps0:g}, " if self.randomizer is None else ""  # the randomizer names its ε0
         return (
-            f"shuffled ε0-LDP randomizer, n={self.num_users}, ε0={self.local_epsilon:g}, replace-one neighbours, "
-            f"analyst sees the shuffled reports; {names[self.reduction]}, clone probability {self.clone_probability:.6g}"
+            f"shuffled {what}, n={self.num_users}, {eps0}replace-one neighbours, "
+            f"analyst sees the shuffled reports; {names[self.reduction]}: {constants}"
         )
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
-        args = (self.num_users, self.local_epsilon, self.clone_probability, tail_mass)
-        guarantee = self.reduction != "khh21"
         caveats = _CAVEATS[self.reduction]
-        lower, upper = clone_pair_bounds(*args, variant=self.variant)
-        if lower is upper:
-            return PairFamily.exact(upper, is_guarantee=guarantee, caveats=caveats)
-        return PairFamily((upper,), (lower,), guarantee, caveats)
+        guarantee = self.reduction not in ("khh21", "wang24")
+        if self.reduction == "fmt23" and self.randomizer is not None:
+            if self.randomizer.in_fmt23_class:
+                caveats = ("FMT23 clone reduction: the randomizer passes the class test "
+                           "R(z)(y)(e^ε0+1) >= R(x)(y) + R(x')(y), so the bound is a guarantee",)
+            else:
+                guarantee = False
+                caveats = ("NOT A GUARANTEE: the randomizer fails FMT23's class test R(z)(y)(e^ε0+1) >= R(x)(y) + "
+                           "R(x')(y) at its true ε0; use reduction='randomizer' (the default) or 'fmt20'",)
+        if self.reduction == "khh21":
+            args = (self.num_users, self._eps0, self.clone_probability, tail_mass)
+            lower, upper = clone_pair_bounds(*args, variant="K")
+            brackets = [(lower, upper)]
+        else:
+            brackets = [p.pair_bounds(tail_mass=tail_mass) for p in self.labelled_pairs()]
+        if all(lo is up for lo, up in brackets):
+            return PairFamily.exact(*(up for _, up in brackets), is_guarantee=guarantee, caveats=caveats)
+        return PairFamily(tuple(up for _, up in brackets), tuple(lo for lo, _ in brackets), guarantee, caveats)
