@@ -17,6 +17,7 @@ __all__ = [
     "check_choice",
     "check_delta",
     "check_epsilon",
+    "check_epsilons",
     "check_int",
     "check_local_epsilon",
     "check_positive_finite",
@@ -101,6 +102,18 @@ def check_epsilon(value: object, name: str = "target_epsilon") -> float:
     if not (math.isfinite(x) and x >= 0.0):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return x
+
+
+def check_epsilons(value: object, name: str = "target_epsilon") -> np.ndarray:
+    """Return a float array of ε's (a scalar gives a 0-d array): real, finite and ≥ 0, refusing bool, str,
+    bytes, complex and NaN with an error naming the parameter."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or an array of them, got {value!r}")
+    array = np.asarray(value, dtype=object)
+    flat = [check_epsilon(v, name) for v in array.ravel()]
+    if not flat:
+        raise ValueError(f"{name} must hold at least one value >= 0")
+    return np.asarray(flat, dtype=np.float64).reshape(array.shape)
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:

@@ -11,16 +11,14 @@ bounded as a whole, which is tighter but valid only when every round sees the sa
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import check_delta, check_epsilon, check_int, check_positive_finite, check_probability
-from .certified import BYTES_PER_POINT, WORK_BYTES_PER_POINT, CertifiedPLD, MemoryBudgetError
-from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
+from ._validation import check_delta, check_epsilons, check_int, check_positive_finite, check_probability
+from .certified import CertifiedPLD, MemoryBudgetError, choose_spacing
 from .dominating import family_term
 from .fft import get_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
@@ -29,8 +27,6 @@ from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 __all__ = ["FourierAccountant"]
 
 _COARSENINGS = 8
-#: Auto spacing keeps the composition window below this many lattice points.
-_MAX_POINTS = 2**21
 
 
 def _relative_target(rounds: int) -> float:
@@ -176,31 +172,8 @@ class FourierAccountant:
         return pld
 
     def _auto_spacing(self) -> float:
-        """Δ from the relative-gap target and a Chernoff estimate of ε at δ = 1e-3 for the whole ledger,
-        never so fine that the composition window (Chernoff, both orders) exceeds ``_MAX_POINTS``."""
-        coarse = 1e-3
-        rounds = self.rounds
-        target = self.relative_gap_target or _relative_target(rounds)
-        epsilon, width = 0.0, 0.0
-        for order in (0, 1):
-            factors = []
-            for (mechanism, _), count in self._ledger.items():
-                pair = self._family(mechanism).upper[0]
-                direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
-                if direction.upper.sum() > 0:
-                    factors.append(Factor(direction.upper_start, direction.upper, count))
-            if not factors:
-                continue
-            lo, hi = window(factors, coarse, 0.0, 1e-18)
-            width = max(width, hi - min(lo, 0.0))
-            log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
-            epsilon = max(epsilon, float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS)))
-        scale = max(epsilon, 0.05)
-        if rounds == 1:  # one round is answered off the lattice; the lattice only carries the envelope
-            spacing = 1e-2 * scale
-        else:
-            spacing = target * scale / (4.0 * math.sqrt(rounds))
-        return float(np.clip(max(spacing, width / _MAX_POINTS), 1e-7, 1e-2))
+        firsts = [(self._family(m).upper[0], n) for (m, _), n in self._ledger.items()]
+        return choose_spacing(firsts, self.relative_gap_target or _relative_target(self.rounds))
 
     # ------------------------------------------------------------------ queries
     def _labels(self) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
@@ -215,7 +188,7 @@ class FourierAccountant:
 
     def get_delta_bounds(self, target_epsilon: ArrayLike) -> DeltaBounds:
         """Certified bracket on δ at ``target_epsilon`` (a float or an array of floats ≥ 0)."""
-        eps = _epsilons(target_epsilon)
+        eps = check_epsilons(target_epsilon)
         lower, upper = self.certified_pld().delta_bounds(eps.ravel())
         guarantee, caveats, diag = self._labels()
         if eps.ndim == 0:
@@ -239,7 +212,7 @@ class FourierAccountant:
 
     def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(lower, upper)`` arrays of certified δ brackets at each ε (one composed object)."""
-        b = self.get_delta_bounds(np.atleast_1d(_epsilons(target_epsilons)))
+        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons)))
         return np.asarray(b.lower), np.asarray(b.upper)
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:
@@ -257,19 +230,3 @@ class FourierAccountant:
     def to_dp_accounting(self) -> Any:
         """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic)."""
         return self.certified_pld().to_dp_accounting()
-
-    def estimated_bytes(self) -> int:
-        """Rough peak working set of the cached composition (for reports)."""
-        diag = self.certified_pld().diagnostics()
-        return int(diag["grid_size"] * (BYTES_PER_POINT * 8 + WORK_BYTES_PER_POINT))
-
-
-def _epsilons(value: ArrayLike) -> NDArray[np.float64]:
-    """Validate ε's: real, finite, ≥ 0 (bool, str, bytes, complex, NaN refused, naming the parameter)."""
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"target_epsilon must be a real number or an array of them, got {value!r}")
-    array = np.asarray(value, dtype=object)
-    flat = [check_epsilon(v) for v in array.ravel()]
-    if not flat:
-        raise ValueError("target_epsilon must hold at least one value >= 0")
-    return np.asarray(flat, dtype=np.float64).reshape(array.shape)

@@ -30,144 +30,31 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import hockey_stick_profile
-from .composition import Factor, Realization, composed_log_mgf, realize, window
-from .fft import FFTBackend, get_backend
-from .grid import ROUNDING_SCALES
+from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, realize, window
+from .fft import get_backend
+from .lattice import (
+    Composite,
+    LatticeDirection,
+    Term,
+    compose_infinity,
+    direct_realization,
+    lower_direction,
+    shift_certificate,
+    upper_direction,
+)
 from .pld import MASS_RTOL, PrivacyLossPair
 
-__all__ = ["CertifiedPLD", "LatticeDirection", "MemoryBudgetError", "Term", "invert", "lower_direction", "upper_direction"]
+__all__ = ["CertifiedPLD", "MemoryBudgetError", "choose_spacing", "invert"]
 
-_U = np.finfo(np.float64).eps / 2.0
 #: Tilted Chernoff tolerance of every realisation window (folded mass, relative after untilting).
 _TAIL_TOLERANCE = 1e-18
 #: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included).
 _TILT_DELTAS = (1e-8, 1e-14)
-_SHIFTS = 97
+#: Automatic spacing keeps the composition window below this many lattice points.
+_MAX_POINTS = 2**21
 #: Bytes held per window point by one cached realisation (profile + suffix) and while realising.
 BYTES_PER_POINT = 24
 WORK_BYTES_PER_POINT = 64
-
-
-@dataclass(frozen=True, eq=False)
-class LatticeDirection:
-    """One order of a pair on the lattice: finite masses at ``(start + i)·Δ`` and the mass at ``+∞``.
-
-    ``offset_log_mgf`` (lower witnesses only) is ``log Σ_s ω(s) e^{-c·d(s)/Δ}`` for each ``c`` in
-    :data:`pldshuffle.grid.ROUNDING_SCALES`, where ``d(s) ∈ [0, Δ)`` is the amount the loss ``s`` was
-    rounded down by; ``offset_mean`` is the mass-weighted mean of ``d/Δ``.
-    """
-
-    start: int
-    masses: NDArray[np.float64]
-    infinity: float
-    offset_log_mgf: NDArray[np.float64] | None = None
-    offset_mean: float = 0.0
-
-    @property
-    def finite_mass(self) -> float:
-        return float(self.masses.sum())
-
-    def factor(self, count: int) -> Factor:
-        return Factor(self.start, self.masses, count)
-
-
-@dataclass(frozen=True, eq=False)
-class Term:
-    """``count`` rounds of one mechanism (see the module notes).
-
-    ``exact_upper`` / ``exact_lower`` are the exact (off-lattice) pairs, when known: a single round of a
-    single term is then evaluated on them directly (tighter between lattice points).
-    """
-
-    upper: tuple[LatticeDirection, ...]
-    lower: tuple[tuple[LatticeDirection, ...], ...]
-    count: int = 1
-    exact_upper: tuple[PrivacyLossPair, ...] = ()
-    exact_lower: tuple[PrivacyLossPair, ...] = ()
-    lower_count: int = 0  # rounds of the lower witnesses; 0 means ``count`` (a same-data block differs)
-
-    def __post_init__(self) -> None:
-        if self.count < 1 or not self.upper or not self.lower:
-            raise ValueError("a term needs count >= 1, an upper measure and at least one lower witness")
-        if self.lower_count == 0:
-            object.__setattr__(self, "lower_count", self.count)
-
-    def scaled(self, factor: int) -> Term:
-        """The term repeated ``factor`` times."""
-        return replace(self, count=self.count * factor, lower_count=self.lower_count * factor)
-
-
-def _compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) -> float:
-    """Mass at ``+∞`` of the composition: ``Π T^n - Π F^n`` (T total, F finite mass), rounded outward."""
-    log_total = log_finite = 0.0
-    for d, n in parts:
-        total, finite = d.finite_mass + d.infinity, d.finite_mass
-        if total <= 0.0:
-            return 0.0
-        log_total += n * math.log(total)
-        log_finite = log_finite + n * math.log(finite) if finite > 0.0 else -math.inf
-    value = max(0.0, math.exp(log_total) * -math.expm1(log_finite - log_total))
-    slack = 8.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts))
-    return min(1.0, value * (1.0 + slack)) if upper else max(0.0, value * (1.0 - slack))
-
-
-@dataclass(frozen=True, eq=False)
-class _Composite:
-    """One combination of directions (and witnesses), realised for every tilt."""
-
-    realizations: tuple[Realization, ...]
-    infinity: float
-    relative: float
-    finite_mass: float
-    shifts: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
-    penalties: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
-
-    def upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        if not self.realizations:  # empty finite part
-            return np.full(eps.shape, min(self.infinity, 1.0))
-        best = np.full(eps.shape, np.inf)
-        for r in self.realizations:
-            value = r.finite_delta(eps) * (1.0 + r.relative_error + self.relative) + r.error_delta(eps, r.fp_error) + r.top_mass
-            best = np.minimum(best, np.where(eps >= r.valid_from, value, np.inf))
-        return np.minimum(self.infinity + best, 1.0)
-
-    def dominating_measure(self, spacing: float) -> LatticeDirection:
-        """One lattice measure dominating the composition (see ``CertifiedPLD.dominating_measures``).
-
-        On the θ = 0 window every point takes the realisation with the smallest round-off bound there
-        (``‖e‖₂·e^{log_scale - θz}`` ≥ the pointwise error, folded mass only adds), plus that bound.
-        """
-        if not self.realizations:
-            return LatticeDirection(0, np.zeros(1), self.infinity)
-        base = self.realizations[0]
-        z = (base.lo_index + np.arange(base.size)) * spacing
-        masses = np.zeros(base.size)
-        error = np.full(base.size, np.inf)
-        for r in self.realizations:
-            a = r.lo_index - base.lo_index
-            lo, hi = max(a, 0), min(a + r.size, base.size)
-            if lo >= hi:
-                continue
-            with np.errstate(over="ignore"):
-                bound = r.fp_error * np.exp(r.log_scale - r.theta * z[lo:hi])
-            value = r.masses[lo - a : hi - a] * (1.0 + r.relative_error + self.relative) + bound
-            better = bound < error[lo:hi]
-            masses[lo:hi] = np.where(better, value, masses[lo:hi])
-            error[lo:hi] = np.where(better, bound, error[lo:hi])
-        masses[0] += base.folded_tilted * math.exp(base.log_scale)  # bounds the mass below the window (θ = 0)
-        return LatticeDirection(base.lo_index, masses, min(1.0, self.infinity + base.top_mass))
-
-    def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        best = np.zeros(eps.shape)
-        x = eps[:, None] - self.shifts[None, :]
-        for r in self.realizations:
-            found = r.finite_delta(x) * (1.0 - r.relative_error - self.relative)
-            with np.errstate(over="ignore"):
-                found = found - r.error_delta(x, r.fp_error) - r.folded_delta(x) - self.penalties[None, :]
-            # Far below a tilted window both terms can overflow: that realisation says nothing there.
-            best = np.maximum(best, np.max(np.where(np.isnan(found), -np.inf, found), axis=1))
-        return np.minimum(self.infinity + best, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -306,7 +193,7 @@ class CertifiedPLD:
 
         return bounds
 
-    def _composites(self, part: str) -> list[_Composite]:
+    def _composites(self, part: str) -> list[Composite]:
         if part not in self._cache:
             self._cache[part] = self._realize_upper() if part == "upper" else self._realize_lower()
         return self._cache[part]
@@ -332,10 +219,10 @@ class CertifiedPLD:
             self._cache["tilts"] = _choose_tilts(self._combinations("upper")[0], self.spacing)
         return self._cache["tilts"]
 
-    def _realize_upper(self) -> list[_Composite]:
+    def _realize_upper(self) -> list[Composite]:
         return [self._composite(combo, upper=True) for combo in self._combinations("upper")]
 
-    def _realize_lower(self) -> list[_Composite]:
+    def _realize_lower(self) -> list[Composite]:
         return [self._composite(combo, upper=False) for combo in self._combinations("lower")]
 
     def dominating_measures(self) -> list[LatticeDirection]:
@@ -349,19 +236,19 @@ class CertifiedPLD:
 
     def _composite(
         self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, tilts: list[float] | None = None
-    ) -> _Composite:
+    ) -> Composite:
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
-        infinity = _compose_infinity(combo, upper=upper)
+        infinity = compose_infinity(combo, upper=upper)
         if any(d.finite_mass <= 0.0 for d, _ in combo):  # the finite part of the composition is empty
-            return _Composite((), infinity, relative, 0.0)
+            return Composite((), infinity, relative, 0.0)
         finite = math.exp(sum(n * math.log(d.finite_mass) for d, n in combo))
         factors = [d.factor(n) for d, n in combo]
         shifts, penalties = np.zeros(1), np.zeros(1)
         if not upper:
-            shifts, penalties = _shift_certificate(combo, self.spacing)
+            shifts, penalties = shift_certificate(combo, self.spacing)
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
-            return _Composite((_direct(factors[0], self.spacing),), infinity, relative, finite, shifts, penalties)
+            return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, finite, shifts, penalties)
         backend = get_backend(self.fft_backend)
         reals = []
         for theta in self._tilts() if tilts is None else tilts:
@@ -376,7 +263,7 @@ class CertifiedPLD:
             _check_memory(size, self.max_memory_bytes, self.spacing, held)
             reals.append(realize(factors, self.spacing, theta, lo_index, size, backend))
             self._cache["bytes"] = held + size * BYTES_PER_POINT
-        return _Composite(tuple(reals), infinity, relative, finite, shifts, penalties)
+        return Composite(tuple(reals), infinity, relative, finite, shifts, penalties)
 
 
 class MemoryBudgetError(ValueError, MemoryError):
@@ -391,27 +278,6 @@ def _check_memory(size: int, budget: int, spacing: float, held: int) -> None:
             f"value_discretization_interval={spacing:.3g}, above max_memory_bytes={budget:,}; pass a larger "
             "value_discretization_interval or relative_gap_target, compose fewer rounds, or raise max_memory_bytes"
         )
-
-
-def _direct(factor: Factor, spacing: float) -> Realization:
-    """A single lattice measure viewed as a realisation (exact masses, no FFT error)."""
-    masses = np.ascontiguousarray(factor.masses, dtype=np.float64)
-    profile, suffix = hockey_stick_profile(masses, spacing)
-    relative = 4.0 * _U * masses.size
-    return Realization(spacing, 0.0, factor.start, masses.size, masses, 0.0, -math.inf, 0.0, 0.0, 0.0, relative, profile, suffix)
-
-
-def _shift_certificate(combo: list[tuple[LatticeDirection, int]], spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Shifts ``t`` and penalties ``≥ F·P[D < t]`` (Chernoff on the summed rounding offsets D ≥ 0)."""
-    log_mgf = sum(n * d.offset_log_mgf for d, n in combo if d.offset_log_mgf is not None)
-    mean = sum(n * d.offset_mean for d, n in combo)
-    if np.isscalar(log_mgf) or mean <= 0.0:
-        return np.zeros(1), np.zeros(1)
-    shifts = np.linspace(0.0, mean, _SHIFTS) * spacing
-    log_tail = np.min(ROUNDING_SCALES[:, None] * (shifts[None, :] / spacing) + np.asarray(log_mgf)[:, None], axis=0)
-    penalty = np.exp(log_tail) * (1.0 + 1e-12)
-    penalty[0] = 0.0  # D ≥ 0: no shift needs no correction
-    return shifts, penalty
 
 
 def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> list[float]:
@@ -430,15 +296,31 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     return tilts
 
 
-def upper_direction(d) -> LatticeDirection:
-    """Connect-the-dots lattice measure of a discretised direction (truncated mass booked at +∞)."""
-    return LatticeDirection(d.upper_start, d.upper, d.upper_infinity)
+def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
+    """Lattice spacing for a ledger (one representative pair per entry, with its round count).
 
-
-def lower_direction(d) -> LatticeDirection:
-    """Rounded-down lattice measure of a discretised direction, with its rounding-offset certificate."""
-    log_mgf = np.asarray(d.rounding_log_mgf, dtype=np.float64) + 1e-12  # covers the sum's rounding
-    return LatticeDirection(d.lower_start, d.lower, d.lower_infinity, log_mgf, d.rounding_mean)
+    Δ ≈ target·ε/(4√rounds) from a Chernoff estimate of ε at δ = 1e-3 over both orders (for one round,
+    1e-2·ε: a single round is answered off the lattice), never so fine that the composition window
+    (Chernoff tails 1e-18) exceeds ``_MAX_POINTS`` lattice points; clipped to [1e-7, 1e-2].
+    """
+    coarse = 1e-3
+    rounds = sum(n for _, n in pairs)
+    epsilon, width = 0.0, 0.0
+    for order in (0, 1):
+        factors = []
+        for pair, count in pairs:
+            direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
+            if direction.upper.sum() > 0:
+                factors.append(Factor(direction.upper_start, direction.upper, count))
+        if not factors:
+            continue
+        lo, hi = window(factors, coarse, 0.0, _TAIL_TOLERANCE)
+        width = max(width, hi - min(lo, 0.0))
+        log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
+        epsilon = max(epsilon, float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS)))
+    scale = max(epsilon, 0.05)
+    spacing = 1e-2 * scale if rounds == 1 else target * scale / (4.0 * math.sqrt(rounds))
+    return float(np.clip(max(spacing, width / _MAX_POINTS), 1e-7, 1e-2))
 
 
 def invert(delta_fn, delta: float, *, upper: bool) -> float:

@@ -31,7 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._kernels import hockey_stick_profile
-from .certified import CertifiedPLD, LatticeDirection, Term, lower_direction, upper_direction
+from .certified import CertifiedPLD
+from .lattice import LatticeDirection, Term, lower_direction, upper_direction
 from .mechanisms.base import Cell, PairFamily
 from .pld import PrivacyLossPair
 

@@ -1,0 +1,189 @@
+"""Lattice measures of one ledger entry and how their composition is realised and read.
+
+* :class:`LatticeDirection` -- one order of a pair on the lattice ``z_j = j·Δ`` (finite masses, the mass at
+  ``+∞``, and for lower witnesses the moment generating function of the rounding offsets);
+* :class:`Term` -- ``count`` rounds of one mechanism: dominating upper measures and lower witnesses;
+* :class:`Composite` -- one combination of directions composed and realised for every tilt, with the
+  certified upper and lower δ read off it (see :mod:`pldshuffle.certified` for the invariant and
+  ``docs/mathematics.md#accountant`` for the proofs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._kernels import hockey_stick_profile
+from .composition import Factor, Realization
+from .grid import ROUNDING_SCALES
+from .pld import PrivacyLossPair
+
+__all__ = [
+    "Composite",
+    "LatticeDirection",
+    "Term",
+    "compose_infinity",
+    "direct_realization",
+    "lower_direction",
+    "shift_certificate",
+    "upper_direction",
+]
+
+_U = np.finfo(np.float64).eps / 2.0
+_SHIFTS = 97
+
+
+@dataclass(frozen=True, eq=False)
+class LatticeDirection:
+    """One order of a pair on the lattice: finite masses at ``(start + i)·Δ`` and the mass at ``+∞``.
+
+    ``offset_log_mgf`` (lower witnesses only) is ``log Σ_s ω(s) e^{-c·d(s)/Δ}`` for each ``c`` in
+    :data:`pldshuffle.grid.ROUNDING_SCALES`, where ``d(s) ∈ [0, Δ)`` is the amount the loss ``s`` was
+    rounded down by; ``offset_mean`` is the mass-weighted mean of ``d/Δ``.
+    """
+
+    start: int
+    masses: NDArray[np.float64]
+    infinity: float
+    offset_log_mgf: NDArray[np.float64] | None = None
+    offset_mean: float = 0.0
+
+    @property
+    def finite_mass(self) -> float:
+        return float(self.masses.sum())
+
+    def factor(self, count: int) -> Factor:
+        return Factor(self.start, self.masses, count)
+
+
+@dataclass(frozen=True, eq=False)
+class Term:
+    """``count`` rounds of one mechanism (see the module notes).
+
+    ``exact_upper`` / ``exact_lower`` are the exact (off-lattice) pairs, when known: a single round of a
+    single term is then evaluated on them directly (tighter between lattice points).
+    """
+
+    upper: tuple[LatticeDirection, ...]
+    lower: tuple[tuple[LatticeDirection, ...], ...]
+    count: int = 1
+    exact_upper: tuple[PrivacyLossPair, ...] = ()
+    exact_lower: tuple[PrivacyLossPair, ...] = ()
+    lower_count: int = 0  # rounds of the lower witnesses; 0 means ``count`` (a same-data block differs)
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not self.upper or not self.lower:
+            raise ValueError("a term needs count >= 1, an upper measure and at least one lower witness")
+        if self.lower_count == 0:
+            object.__setattr__(self, "lower_count", self.count)
+
+    def scaled(self, factor: int) -> Term:
+        """The term repeated ``factor`` times."""
+        return replace(self, count=self.count * factor, lower_count=self.lower_count * factor)
+
+
+def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) -> float:
+    """Mass at ``+∞`` of the composition: ``Π T^n - Π F^n`` (T total, F finite mass), rounded outward."""
+    log_total = log_finite = 0.0
+    for d, n in parts:
+        total, finite = d.finite_mass + d.infinity, d.finite_mass
+        if total <= 0.0:
+            return 0.0
+        log_total += n * math.log(total)
+        log_finite = log_finite + n * math.log(finite) if finite > 0.0 else -math.inf
+    value = max(0.0, math.exp(log_total) * -math.expm1(log_finite - log_total))
+    slack = 8.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts))
+    return min(1.0, value * (1.0 + slack)) if upper else max(0.0, value * (1.0 - slack))
+
+
+@dataclass(frozen=True, eq=False)
+class Composite:
+    """One combination of directions (and witnesses), realised for every tilt."""
+
+    realizations: tuple[Realization, ...]
+    infinity: float
+    relative: float
+    finite_mass: float
+    shifts: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
+    penalties: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
+
+    def upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        if not self.realizations:  # empty finite part
+            return np.full(eps.shape, min(self.infinity, 1.0))
+        best = np.full(eps.shape, np.inf)
+        for r in self.realizations:
+            value = r.finite_delta(eps) * (1.0 + r.relative_error + self.relative) + r.error_delta(eps, r.fp_error) + r.top_mass
+            best = np.minimum(best, np.where(eps >= r.valid_from, value, np.inf))
+        return np.minimum(self.infinity + best, 1.0)
+
+    def dominating_measure(self, spacing: float) -> LatticeDirection:
+        """One lattice measure dominating the composition (see ``CertifiedPLD.dominating_measures``).
+
+        On the θ = 0 window every point takes the realisation with the smallest round-off bound there
+        (``‖e‖₂·e^{log_scale - θz}`` ≥ the pointwise error, folded mass only adds), plus that bound.
+        """
+        if not self.realizations:
+            return LatticeDirection(0, np.zeros(1), self.infinity)
+        base = self.realizations[0]
+        z = (base.lo_index + np.arange(base.size)) * spacing
+        masses = np.zeros(base.size)
+        error = np.full(base.size, np.inf)
+        for r in self.realizations:
+            a = r.lo_index - base.lo_index
+            lo, hi = max(a, 0), min(a + r.size, base.size)
+            if lo >= hi:
+                continue
+            with np.errstate(over="ignore"):
+                bound = r.fp_error * np.exp(r.log_scale - r.theta * z[lo:hi])
+            value = r.masses[lo - a : hi - a] * (1.0 + r.relative_error + self.relative) + bound
+            better = bound < error[lo:hi]
+            masses[lo:hi] = np.where(better, value, masses[lo:hi])
+            error[lo:hi] = np.where(better, bound, error[lo:hi])
+        masses[0] += base.folded_tilted * math.exp(base.log_scale)  # bounds the mass below the window (θ = 0)
+        return LatticeDirection(base.lo_index, masses, min(1.0, self.infinity + base.top_mass))
+
+    def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        best = np.zeros(eps.shape)
+        x = eps[:, None] - self.shifts[None, :]
+        for r in self.realizations:
+            found = r.finite_delta(x) * (1.0 - r.relative_error - self.relative)
+            with np.errstate(over="ignore"):
+                found = found - r.error_delta(x, r.fp_error) - r.folded_delta(x) - self.penalties[None, :]
+            # Far below a tilted window both terms can overflow: that realisation says nothing there.
+            best = np.maximum(best, np.max(np.where(np.isnan(found), -np.inf, found), axis=1))
+        return np.minimum(self.infinity + best, 1.0)
+
+
+def direct_realization(factor: Factor, spacing: float) -> Realization:
+    """A single lattice measure viewed as a realisation (exact masses, no FFT error)."""
+    masses = np.ascontiguousarray(factor.masses, dtype=np.float64)
+    profile, suffix = hockey_stick_profile(masses, spacing)
+    relative = 4.0 * _U * masses.size
+    return Realization(spacing, 0.0, factor.start, masses.size, masses, 0.0, -math.inf, 0.0, 0.0, 0.0, relative, profile, suffix)
+
+
+def shift_certificate(combo: list[tuple[LatticeDirection, int]], spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Shifts ``t`` and penalties ``≥ F·P[D < t]`` (Chernoff on the summed rounding offsets D ≥ 0)."""
+    log_mgf = sum(n * d.offset_log_mgf for d, n in combo if d.offset_log_mgf is not None)
+    mean = sum(n * d.offset_mean for d, n in combo)
+    if np.isscalar(log_mgf) or mean <= 0.0:
+        return np.zeros(1), np.zeros(1)
+    shifts = np.linspace(0.0, mean, _SHIFTS) * spacing
+    log_tail = np.min(ROUNDING_SCALES[:, None] * (shifts[None, :] / spacing) + np.asarray(log_mgf)[:, None], axis=0)
+    penalty = np.exp(log_tail) * (1.0 + 1e-12)
+    penalty[0] = 0.0  # D ≥ 0: no shift needs no correction
+    return shifts, penalty
+
+
+def upper_direction(d) -> LatticeDirection:
+    """Connect-the-dots lattice measure of a discretised direction (truncated mass booked at +∞)."""
+    return LatticeDirection(d.upper_start, d.upper, d.upper_infinity)
+
+
+def lower_direction(d) -> LatticeDirection:
+    """Rounded-down lattice measure of a discretised direction, with its rounding-offset certificate."""
+    log_mgf = np.asarray(d.rounding_log_mgf, dtype=np.float64) + 1e-12  # covers the sum's rounding
+    return LatticeDirection(d.lower_start, d.lower, d.lower_infinity, log_mgf, d.rounding_mean)
