@@ -3,35 +3,68 @@
 Mechanisms build the privacy loss distributions of neighbouring pairs, the :class:`FourierAccountant`
 composes them over rounds and returns certified lower and upper bounds on δ(ε) and ε(δ), and
 :mod:`pldshuffle.bounds` holds the analytic baselines of the literature.
+
+Names are imported on first access (PEP 562), so ``import pldshuffle`` does not load scipy, numba or
+pyfftw; ``pldshuffle.ShuffledKRR`` imports what that class needs.
 """
 
-from .accountant import FourierAccountant
-from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
-from .mechanisms.base import PairFamily, ShuffleMechanism
-from .mechanisms.binary_rr import ShuffledBinaryRR
-from .mechanisms.clones import ShuffledLDP
-from .mechanisms.krr import ShuffledKRR
-from .mechanisms.generic import PairMechanism
-from .pld import LossDistribution, PrivacyLossPair
-from .results import DeltaBounds, EpsilonBounds
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from ._kernels import configure_numba_cache
+
+# Before any module of the package can import numba (cache=True must not write into a read-only install).
+configure_numba_cache()
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CalibrationResult",
-    "DeltaBounds",
-    "EpsilonBounds",
-    "FourierAccountant",
-    "LossDistribution",
-    "PairFamily",
-    "PairMechanism",
-    "PrivacyLossPair",
-    "ShuffleMechanism",
-    "ShuffledBinaryRR",
-    "ShuffledKRR",
-    "ShuffledLDP",
-    "__version__",
-    "calibrate_local_epsilon",
-    "find_max_rounds",
-    "find_min_users",
-]
+#: Public name -> submodule defining it.
+_EXPORTS = {
+    "CalibrationResult": ".calibrate",
+    "DeltaBounds": ".results",
+    "EpsilonBounds": ".results",
+    "FourierAccountant": ".accountant",
+    "LossDistribution": ".pld",
+    "PairFamily": ".mechanisms.base",
+    "PairMechanism": ".mechanisms.generic",
+    "PrivacyLossPair": ".pld",
+    "ShuffleMechanism": ".mechanisms.base",
+    "ShuffledBinaryRR": ".mechanisms.binary_rr",
+    "ShuffledKRR": ".mechanisms.krr",
+    "ShuffledLDP": ".mechanisms.clones",
+    "calibrate_local_epsilon": ".calibrate",
+    "find_max_rounds": ".calibrate",
+    "find_min_users": ".calibrate",
+}
+#: Subpackages and modules reachable as attributes (``pldshuffle.bounds``) without an explicit import.
+_SUBMODULES = ("accountant", "bounds", "calibrate", "cli", "composition", "fft", "grid", "interop", "mechanisms", "pld", "plotting", "results")
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
+    from .accountant import FourierAccountant
+    from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
+    from .mechanisms.base import PairFamily, ShuffleMechanism
+    from .mechanisms.binary_rr import ShuffledBinaryRR
+    from .mechanisms.clones import ShuffledLDP
+    from .mechanisms.generic import PairMechanism
+    from .mechanisms.krr import ShuffledKRR
+    from .pld import LossDistribution, PrivacyLossPair
+    from .results import DeltaBounds, EpsilonBounds
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later accesses skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

@@ -2,26 +2,44 @@
 
 Windows are chosen by bisection on the binomial cdf/sf (not by Hoeffding's bound), so they are as narrow as
 the tolerance allows; the mass they drop is computed with Boost (``scipy.stats.binom``) and returned so
-that callers can book it (core spec §3.1).
+that callers can book it.  ``scipy.special``/``scipy.stats`` (~0.5 s / ~1.2 s to import) are imported on
+first use, not with the module.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
-from scipy import special, stats
+from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["binomial_logpmf", "binomial_window", "binomial_windows"]
+__all__ = ["binomial_cdf", "binomial_logpmf", "binomial_sf", "binomial_window", "binomial_windows"]
+
+
+def binomial_cdf(k: ArrayLike, trials: ArrayLike, prob: float) -> NDArray[np.float64]:
+    """``P[X <= k]`` for ``X ~ Bin(trials, prob)`` by Boost (``scipy.stats.binom.cdf``; 0 for ``k < 0``)."""
+    from scipy import stats
+
+    return np.asarray(stats.binom.cdf(k, trials, prob), dtype=np.float64)
+
+
+def binomial_sf(k: ArrayLike, trials: ArrayLike, prob: float) -> NDArray[np.float64]:
+    """``P[X > k]`` for ``X ~ Bin(trials, prob)`` by Boost (``scipy.stats.binom.sf``; 0 for ``k >= trials``)."""
+    from scipy import stats
+
+    return np.asarray(stats.binom.sf(k, trials, prob), dtype=np.float64)
 
 
 def _cdf(k: NDArray[np.int64], trials: NDArray[np.int64], prob: float) -> NDArray[np.float64]:
     """P[X <= k] by Cephes' ``bdtr`` (a fast ufunc; used only to *choose* windows, whose dropped mass is
     then computed with Boost), 0 for k < 0."""
+    from scipy import special
+
     return np.where(k < 0, 0.0, special.bdtr(np.maximum(k, 0), trials, prob))
 
 
 def _sf(k: NDArray[np.int64], trials: NDArray[np.int64], prob: float) -> NDArray[np.float64]:
     """P[X > k] by Cephes' ``bdtrc``, 0 for k >= trials."""
+    from scipy import special
+
     return np.where(k >= trials, 0.0, special.bdtrc(np.minimum(k, trials), trials, prob))
 
 
@@ -69,8 +87,8 @@ def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, in
     if prob >= 1.0:
         return trials, trials, 0.0
     lo, hi = (int(x[0]) for x in binomial_windows(np.array([trials]), prob, tail_mass))
-    dropped = (float(stats.binom.cdf(lo - 1, trials, prob)) if lo > 0 else 0.0) + (
-        float(stats.binom.sf(hi, trials, prob)) if hi < trials else 0.0
+    dropped = (float(binomial_cdf(lo - 1, trials, prob)) if lo > 0 else 0.0) + (
+        float(binomial_sf(hi, trials, prob)) if hi < trials else 0.0
     )
     return lo, hi, dropped
 
@@ -82,6 +100,8 @@ def binomial_logpmf(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob:
     (relative pmf error ~4e-10 at 1e5 trials, ~4e-9 at 1e6); ``binom.pmf`` (Boost) does not.  So take
     ``log(pmf)``, and ``logpmf`` only where the pmf is below 1e-290 (masses that small are irrelevant).
     """
+    from scipy import stats
+
     pmf = stats.binom.pmf(k, trials, prob)
     with np.errstate(divide="ignore"):
         out = np.log(pmf)

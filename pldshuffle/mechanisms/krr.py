@@ -70,14 +70,13 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
+from .._kernels import fill_tilted_points
 from .._validation import check_choice, check_int, check_positive_finite, check_probability
 from ..pld import LossDistribution, PrivacyLossPair
-from ._binomial import binomial_logpmf, binomial_windows
+from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 
 __all__ = ["ShuffledKRR", "MAX_SUPPORT_POINTS"]
@@ -377,9 +376,8 @@ def _tilted_windows(
     positive = trials > 0
     hi = np.where(positive, hi + 1, 0)
     lo = np.where(positive, lo, 0)
-    binom = stats.binom
-    q0 = np.where(positive, (1.0 - prob) * (binom.cdf(lo - 1, m, prob) + binom.sf(hi, m, prob)), 0.0)
-    q1 = np.where(positive, prob * (binom.cdf(lo - 2, m, prob) + binom.sf(hi - 1, m, prob)), 0.0)
+    q0 = np.where(positive, (1.0 - prob) * (binomial_cdf(lo - 1, m, prob) + binomial_sf(hi, m, prob)), 0.0)
+    q1 = np.where(positive, prob * (binomial_cdf(lo - 2, m, prob) + binomial_sf(hi - 1, m, prob)), 0.0)
     return lo, hi, q0, q1
 
 
@@ -486,7 +484,7 @@ def _tilted_trinomial_support(
         ratio = np.exp(log_a - log_b)  # A/B (0 when A = 0, inf when B = 0)
     losses = np.empty(total)
     masses = np.empty(total)
-    _fill_points(
+    fill_tilted_points(
         pair_u, pair_c, log_w, np.cumsum(x_width) - x_width, x_lo, x_hi, tab_start[slot] - tab_lo[slot],
         log_px, log_a, log_b, ratio, losses, masses,
     )
@@ -523,40 +521,3 @@ def _refusal(context: str, need: str, tail_mass: float, advice: str) -> str:
         f"{context} would need {need} at tail_mass={tail_mass:g}, more than the limit of "
         f"{MAX_SUPPORT_POINTS:,} support points; use {advice}"
     )
-
-
-@numba.njit(cache=True)
-def _fill_points(
-    pair_u, pair_c, log_w, starts, x_lo, x_hi, px_offset, log_px, log_a, log_b, ratio, losses, masses
-):  # pragma: no cover - compiled
-    """Losses and P-masses of every kept point, pair (u, c) by pair; O(S) time, no allocation.
-
-    Point ``(u, c, x)``, ``y = c - x``: ``P = p(u, c) Bin(c, 1/2)(x) (A + B x)`` with
-    ``log(A + B x) = log B + log(A/B + x)`` (``log A`` when ``A/B = inf``) and
-    ``log Bin(c, 1/2)(x) = log_px[px_offset[p] + x]``; loss ``log((A/B + x) / (A/B + y))``, taken as
-    ``log1p((x - y) / (A/B + y))`` when the ratio is near 1, ``+inf`` where ``A/B + y = 0`` (``Q = 0``).
-    Points with P-mass 0 get loss 0 and mass 0 (removed by LossDistribution).
-    """
-    for p in range(pair_u.size):
-        i = pair_u[p]
-        c = pair_c[p]
-        r = ratio[i]
-        pos = starts[p]
-        for x in range(x_lo[p], x_hi[p] + 1):
-            y = c - x
-            log_m = log_w[p] + log_px[px_offset[p] + x]
-            if r == math.inf:  # B = 0 (gamma = 1): f constant, loss 0
-                masses[pos] = math.exp(log_m + log_a[i])
-                losses[pos] = 0.0
-            elif r + x == 0.0:  # A = 0 and x = 0: P = 0
-                masses[pos] = 0.0
-                losses[pos] = 0.0
-            else:
-                num, den = r + x, r + y
-                masses[pos] = math.exp(log_m + log_b[i] + math.log(num))
-                if den == 0.0:
-                    losses[pos] = math.inf
-                else:  # log(num/den), accurate both near 1 and far from it
-                    q = num / den
-                    losses[pos] = math.log1p((x - y) / den) if 0.5 <= q <= 2.0 else math.log(q)
-            pos += 1
