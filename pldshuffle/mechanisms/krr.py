@@ -68,22 +68,31 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import fill_tilted_points
-from .._validation import check_choice, check_int, check_positive_finite, check_probability
+from .._kernels import bin_points, fill_tilted_points, num_threads, stream_tilted_points
+from .._validation import MAX_COUNT, check_choice, check_int, check_positive_finite, check_probability, check_size
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
+from ._lattice import lattice_distributions
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 
-__all__ = ["ShuffledKRR", "MAX_SUPPORT_POINTS"]
+__all__ = ["EXACT_SUPPORT_LIMIT", "MAX_PAIRS", "MAX_SUPPORT_POINTS", "STREAM_GRID_BINS", "ShuffledKRR"]
 
-#: Largest exact support (number of outcomes) a pair may have; larger requests are refused up front
-#: (about 16 bytes per point here, a few times that transiently while the loss distribution is sorted).
-MAX_SUPPORT_POINTS = 50_000_000
+#: Largest truncated support kept exactly (a sorted array of losses); larger ones are streamed onto a
+#: loss lattice (strict lower and upper pairs, never stored point by point).
+EXACT_SUPPORT_LIMIT = 2**18
+#: Lattice cells across the loss range of a streamed pair (relative ε error ~1e-8, second order).
+STREAM_GRID_BINS = 2**16
+#: Largest support streamed; larger requests are refused up front (~10-20 ns per point: ~1 h at the limit).
+MAX_SUPPORT_POINTS = 200_000_000_000
+#: Requests whose :meth:`ShuffledKRR.support_estimate` exceeds this are refused before any work (the
+#: estimate over-counts by about 2; the exact count is checked against MAX_SUPPORT_POINTS later).
+_ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
+#: Largest number of cells ``(u, c)`` (each a window of x values); the per-cell arrays take ~100 bytes each.
+MAX_PAIRS = 20_000_000
 
 #: Smallest supported per-value blanket probability ``γ/k`` (``ε0`` up to about 230).
 _MIN_G = 1e-100
@@ -170,7 +179,7 @@ class ShuffledKRR(ShuffleMechanism):
     adversary: str = "weak"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
+        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
         if (self.gamma is None) == (self.local_epsilon is None):
             given = "both" if self.gamma is not None else "neither"
@@ -193,6 +202,41 @@ class ShuffledKRR(ShuffleMechanism):
                 f"gamma/domain_size must be >= {_MIN_G:g} (local_epsilon at most about 230); got "
                 + (f"gamma={self.gamma!r}" if self.gamma is not None else f"local_epsilon={self.local_epsilon!r}")
             )
+        self._check_size(DEFAULT_TAIL_MASS)
+
+    def support_estimate(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """Rough size of the truncated support (points), from the box of the coordinate windows; O(1).
+
+        Each truncated coordinate ``Bin(N, π)`` spans about ``2 sqrt(2 log(1/tail_mass)) sqrt(Nπ(1-π)) + 1``
+        values at its typical ``N``; the product over the coordinates over-estimates the kept points (an
+        ellipsoid in that box) by a factor of about 2.  Used to refuse absurd requests before any work.
+        """
+        tail = check_probability("tail_mass", tail_mass)
+        n, k = float(self.num_users), self.domain_size
+        gamma = self.blanket_probability
+        g = gamma / k
+        z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail))
+
+        def width(trials: float, prob: float) -> float:
+            return z * math.sqrt(max(trials * prob * (1.0 - prob), 0.0)) + 1.0
+
+        if self.adversary in ("strong", "khh21"):
+            return width(n, 2 * g) * width(2 * n * g, 0.5)
+        if self.adversary == "weak":
+            return width(n, gamma) * width(n * gamma, 2.0 / k) * width(2 * n * gamma / k, 0.5)
+        other = (k - 1) * g
+        return width(n, other) * (width(n * other, 2.0 / (k - 1)) * width(2 * n * g, 0.5) + width(n * other, 1.0 / (k - 1)))
+
+    def _check_size(self, tail_mass: float) -> None:
+        """Refuse (ValueError) a request whose :meth:`support_estimate` is far above :data:`MAX_SUPPORT_POINTS`."""
+        request = (
+            f"ShuffledKRR(num_users={self.num_users}, domain_size={self.domain_size}, "
+            f"gamma={self.blanket_probability:.6g}, adversary={self.adversary!r}) at tail_mass={tail_mass:g}"
+        )
+        advice = "fewer users (num_users), a larger local_epsilon, or a larger tail_mass"
+        if self.adversary == "weak":
+            advice += ", or adversary='strong' (O(n) points, an upper bound on 'weak')"
+        check_size(self.support_estimate(tail_mass=tail_mass), _ESTIMATE_LIMIT, what="support points", request=request, advice=advice)
 
     # ------------------------------------------------------------------ parameters
     def _log_parameters(self) -> tuple[float, float]:
@@ -254,6 +298,7 @@ class ShuffledKRR(ShuffleMechanism):
         Time ``O(S log S)``, memory ``O(S)`` for ``S`` support points (class docstring).
         """
         tail = check_probability("tail_mass", tail_mass)
+        self._check_size(tail)
         n, k = self.num_users, self.domain_size
         log_gamma, log_a = self._log_parameters()
         log_one_minus_gamma = log_a + log_gamma - math.log(k)  # log(1 - γ), exact also for tiny 1 - γ
@@ -268,7 +313,7 @@ class ShuffledKRR(ShuffleMechanism):
         if self.adversary in ("strong", "khh21"):
             # Base Mult(n; g, g, 1-2g) with tilt n1/(n g), i.e. P0(n1, n2) = Mult(n-1; g, g, 1-2g)(n1-1, n2).
             log_b = log_k - log_n - log_gamma
-            support = _tilted_trinomial_support(
+            lower, upper = _tilted_trinomial_support(
                 outer_trials=0,
                 outer_prob=0.0,
                 inner_trials=lambda u: np.full(u.shape, n, dtype=np.int64),
@@ -281,19 +326,15 @@ class ShuffledKRR(ShuffleMechanism):
             if self.adversary == "strong":
                 # With probability γ the differing user randomised: identical views, loss 0 (§2b).
                 weight = min(math.exp(log_one_minus_gamma), 1.0)  # 1 - γ (log space rounds to ~1e-13)
-                forward = LossDistribution(
-                    np.append(support.losses, 0.0),
-                    np.append(weight * support.masses, gamma),
-                    infinity_mass=weight * support.infinity_mass,
-                    truncated_mass=weight * support.truncated_mass,
-                )
+                exact = lower is upper
+                upper = _with_zero_atom(upper, weight, gamma)
+                lower = upper if exact else _with_zero_atom(lower, weight, gamma)
                 label = "kRR strong adversary (core §2b)"
             else:
-                forward = support.distribution()
                 label = "kRR KHH21 figure pair (strong without atom)"
         elif self.adversary == "weak":
             # b ~ Bin(n-1, γ); (n1, n2) | b ~ Mult(b+1; 1/k, 1/k, 1-2/k); tilt γ + (1-γ) k n1 / (b+1).
-            support = _tilted_trinomial_support(
+            lower, upper = _tilted_trinomial_support(
                 outer_trials=n - 1,
                 outer_prob=gamma,
                 inner_trials=lambda b: b + 1,
@@ -306,7 +347,6 @@ class ShuffledKRR(ShuffleMechanism):
                 context=context,
                 advice=advice,
             )
-            forward = support.distribution()
             label = "kRR weak adversary (core §2c)"
         else:
             # v = n - h0 ~ Bin(n, (k-1)g) outputs differing from the others' value; (h1, h2) | v ~
@@ -319,7 +359,7 @@ class ShuffledKRR(ShuffleMechanism):
                     log_base = np.logaddexp(np.log((n - v).astype(np.float64)) - eps0, np.log(v.astype(np.float64)))
                 return log_base - log_n, np.full(v.shape, log_a - log_n)
 
-            support = _tilted_trinomial_support(
+            lower, upper = _tilted_trinomial_support(
                 outer_trials=n,
                 outer_prob=(k - 1) * g,
                 inner_trials=lambda v: v,
@@ -329,30 +369,119 @@ class ShuffledKRR(ShuffleMechanism):
                 context=context,
                 advice=advice,
             )
-            forward = support.distribution()
             label = "kRR histogram view of (1,3..3) vs (2,3..3) (core §2d)"
 
-        pair = PrivacyLossPair(forward, None, label=f"{label}: n={n}, k={k}, gamma={gamma:.6g}")
-        return PairFamily.exact(
-            pair, is_guarantee=self.adversary != "histogram", caveats=_CAVEATS[self.adversary]
+        label += f": n={n}, k={k}, gamma={gamma:.6g}"
+        if lower is upper:
+            uppers = lowers = [PrivacyLossPair(upper, None, label=label)]
+        else:
+            uppers = [PrivacyLossPair(upper, None, label=label + " (streamed upper bound)")]
+            lowers = [PrivacyLossPair(lower, None, label=label + " (streamed lower bound)")]
+        if self.adversary == "histogram":
+            common_lower, common_upper = _common_value_pairs(n, k, self.epsilon0, (k - 1) * g, tail, context, advice)
+            uppers, lowers = [*uppers, common_upper], [*lowers, common_lower]
+        guarantee = self.adversary != "histogram"
+        if all(lo is up for lo, up in zip(lowers, uppers)):
+            return PairFamily.exact(*uppers, is_guarantee=guarantee, caveats=_CAVEATS[self.adversary])
+        return PairFamily(tuple(uppers), tuple(lowers), guarantee, _CAVEATS[self.adversary])
+
+
+def _common_value_pairs(
+    n: int, k: int, eps0: float, other_prob: float, tail_mass: float, context: str, advice: str,
+    max_exact_support: int = EXACT_SUPPORT_LIMIT, bins: int = STREAM_GRID_BINS,
+) -> tuple[PrivacyLossPair, PrivacyLossPair]:
+    r"""``(lower, upper)`` histogram pairs of ``X = (1, 1, .., 1)`` vs ``X' = (2, 1, .., 1)`` (k ≥ 3).
+
+    The victim leaves the value all other users hold.  Under ``X`` the histogram is ``Mult(n; π)`` with
+    ``π = (1-γ+g, g, .., g)``; dividing ``X'``'s law by it (only the victim's report differs) gives
+    ``Q = P·f`` with ``f = (e^{-ε0} h_1 + e^{ε0} h_2 + (n - h_1 - h_2)) / n``.  Sufficient statistic
+    ``v = n - h_1 ~ Bin(n, (k-1)g)``, ``h_2 | v ~ Bin(v, 1/(k-1))``; the pair is not symmetric, so both
+    directions are built: ``P/Q`` (loss ``-log f`` under P) and ``Q/P`` (loss ``log f`` under Q).
+
+    Windows as in :func:`_tilted_windows` (``v`` with ``tail_mass``, ``h_2 | v`` with ``tail_mass``):
+    the dropped P- and Q-masses are computed exactly (``f`` is affine in ``v`` after averaging ``h_2``,
+    and in ``h_2`` given ``v``).  Exact pair (the same object twice) up to ``max_exact_support`` points,
+    otherwise streamed onto ``bins`` lattice cells per direction (:mod:`._lattice`) in row chunks.
+    Time O(S), memory O(min(S, 2^22) + bins) for S points.
+    """
+    e_minus, e_plus = math.exp(-eps0), math.exp(eps0)
+    log_n = math.log(n)
+    lo, hi, q0, q1 = _tilted_windows(np.array([n]), other_prob, tail_mass)
+    v = np.arange(lo[0], hi[0] + 1, dtype=np.int64)
+    log_pv = binomial_logpmf(v, n, other_prob)
+    # E[f | v] = (e^{-ε0}(n - v) + v (1 + (e^{ε0} - 1)/(k-1))) / n: e^{-ε0} at v = 0, 1 + (e^{ε0}-1)/(k-1) at v = n.
+    drop_p = float(q0[0] + q1[0])
+    drop_q = float(e_minus * q0[0] + (1.0 + math.expm1(eps0) / (k - 1)) * q1[0])
+    h_lo, h_hi, r0, r1 = _tilted_windows(v, 1.0 / (k - 1), tail_mass)
+    pv = np.exp(log_pv)
+    base = (e_minus * (n - v) + v) / n  # f at h_2 = 0; f at h_2 = v is base + (e^{ε0} - 1) v / n
+    drop_p += float(np.sum(pv * (r0 + r1)))
+    drop_q += float(np.sum(pv * (base * r0 + (base + math.expm1(eps0) * v / n) * r1)))
+    widths = h_hi - h_lo + 1
+    total = int(widths.sum())
+    if total > MAX_SUPPORT_POINTS:
+        raise ValueError(_refusal(context + " (common-value dataset pair)", f"{total:,} support points", tail_mass, advice))
+
+    def rows(first: int, stop: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """``(log P, log f, …)`` of the points of rows ``first .. stop-1``."""
+        w = widths[first:stop]
+        row = np.repeat(np.arange(first, stop), w)
+        h2 = h_lo[row] + np.arange(int(w.sum())) - np.repeat(np.cumsum(w) - w, w)
+        log_p = log_pv[row] + binomial_logpmf(h2, v[row], 1.0 / (k - 1))
+        log_f = np.log(e_minus * (n - v[row]) + e_plus * h2 + (v[row] - h2)) - log_n
+        return log_p, log_f
+
+    tiny = total * np.finfo(np.float64).tiny  # masses flushed to 0 by exp
+    trunc_p, trunc_q = min(drop_p + tiny, 1.0), min(drop_q + tiny, 1.0)
+    label = f"kRR histogram view of (1,1..1) vs (2,1..1): n={n}, k={k}, eps0={eps0:.6g}"
+    if total <= max_exact_support:
+        log_p, log_f = rows(0, v.size)
+        pair = PrivacyLossPair(
+            LossDistribution(-log_f, np.exp(log_p), 0.0, trunc_p),
+            LossDistribution(log_f, np.exp(log_p + log_f), 0.0, trunc_q),
+            label=label,
         )
+        return pair, pair
+    # log f increases in h_2 on every row: its range is spanned by the window ends.
+    ends = np.log(np.concatenate([e_minus * (n - v) + e_plus * h_lo + (v - h_lo), e_minus * (n - v) + e_plus * h_hi + (v - h_hi)])) - log_n
+    smax = float(np.max(np.abs(ends)))
+    spacing = 2.0 * smax / bins if smax > 0 else 1e-9
+    j0 = -int(math.ceil(smax / spacing)) - 1
+    size = -2 * j0 + 1
+    cells = [np.zeros(size) for _ in range(4)]  # mass and tilt of P/Q, then of Q/P
+    bad = 0
+    starts = np.concatenate([[0], np.cumsum(widths)])
+    first = 0
+    while first < v.size:  # rows in chunks of about 2^22 points
+        stop = int(np.searchsorted(starts, starts[first] + 2**22, side="right"))
+        stop = min(max(stop - 1, first + 1), v.size)
+        log_p, log_f = rows(first, stop)
+        bad += bin_points(-log_f, np.exp(log_p), spacing, j0, cells[0], cells[1])
+        bad += bin_points(log_f, np.exp(log_p + log_f), spacing, j0, cells[2], cells[3])
+        first = stop
+    if bad:  # cannot happen: the lattice covers [-smax, smax] with a cell of margin on both sides
+        raise RuntimeError(f"internal error: {bad} losses fell outside the streaming lattice")
+    fwd_lower, fwd_upper = lattice_distributions(cells[0], cells[1], spacing, j0, 0.0, trunc_p)
+    bwd_lower, bwd_upper = lattice_distributions(cells[2], cells[3], spacing, j0, 0.0, trunc_q)
+    return (
+        PrivacyLossPair(fwd_lower, bwd_lower, label=label + " (streamed lower bound)"),
+        PrivacyLossPair(fwd_upper, bwd_upper, label=label + " (streamed upper bound)"),
+    )
+
+
+def _with_zero_atom(dist: LossDistribution, weight: float, atom: float) -> LossDistribution:
+    """``weight · dist`` plus an atom of mass ``atom`` at loss 0 (the strong adversary's γ atom)."""
+    return LossDistribution(
+        np.append(dist.losses, 0.0),
+        np.append(weight * dist.masses, atom),
+        infinity_mass=weight * dist.infinity_mass,
+        truncated_mass=weight * dist.truncated_mass,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # the shared builder
 # ---------------------------------------------------------------------------------------------
-
-
-class _Support(NamedTuple):
-    """Exact (truncated) support of the direction P/Q of a tilted-trinomial pair."""
-
-    losses: NDArray[np.float64]  # finite losses
-    masses: NDArray[np.float64]  # their P-masses
-    infinity_mass: float  # P-mass kept where Q = 0
-    truncated_mass: float  # P-mass dropped by the windows, computed exactly
-
-    def distribution(self) -> LossDistribution:
-        return LossDistribution(self.losses, self.masses, self.infinity_mass, self.truncated_mass)
 
 
 def _tilted_windows(
@@ -391,8 +520,14 @@ def _tilted_trinomial_support(
     tail_mass: float,
     context: str,
     advice: str,
-) -> _Support:
-    """Truncated support of ``P/Q`` for ``P = base · f_u(x)``, ``Q = base · f_u(c - x)`` (module docstring).
+    max_exact_support: int = EXACT_SUPPORT_LIMIT,
+    bins: int = STREAM_GRID_BINS,
+) -> tuple[LossDistribution, LossDistribution]:
+    """``(lower, upper)`` loss distributions of ``P/Q`` for ``P = base · f_u(x)``, ``Q = base · f_u(c - x)``
+    (module docstring): the same object, the exact truncated PLD, when the truncated support has at most
+    ``max_exact_support`` points; otherwise the support streamed onto a lattice of ``bins`` cells across
+    its loss range (:mod:`._lattice`: a strict lower and a strict upper bound, errors second order in the
+    cell width).
 
     Base law: ``u ~ Bin(outer_trials, outer_prob)``, ``c | u ~ Bin(inner_trials(u), inner_prob)``,
     ``x | c ~ Bin(c, 1/2)``.  Tilt ``f_u(z) = A(u) + B(u) z`` given as ``(log A, log B) = log_tilt(u)``;
@@ -409,11 +544,13 @@ def _tilted_trinomial_support(
     than equal conditional tails for the same dropped mass).
 
     ``context`` and ``advice`` name the request and what to change in the message refusing a support
-    larger than :data:`MAX_SUPPORT_POINTS` (raised before anything of that size is allocated).
+    larger than :data:`MAX_SUPPORT_POINTS` (raised before the per-point work starts, and before the K
+    per-pair arrays are built when K alone exceeds :data:`MAX_PAIRS`).
 
     Cost: the windows take O(log n) vectorised scipy calls over U, K' ≤ K and C entries, the log-pmf
-    tables O(K + C·Wx) entries, and the S kept points O(S) in a compiled loop plus an
-    O(S log S) sort (S checked against :data:`MAX_SUPPORT_POINTS` before allocation).  Memory O(S).
+    tables O(K + C·Wx) entries.  Exact (S ≤ ``max_exact_support``): the S kept points in O(S) in a
+    compiled loop plus an O(S log S) sort, memory O(S).  Streamed: O(S) time (~10-20 ns per point,
+    parallel over ranges of pairs), memory O(K + bins·threads), S never stored.
     """
     log_tail = math.log(tail_mass)
     with np.errstate(divide="ignore", over="ignore"):
@@ -441,8 +578,8 @@ def _tilted_trinomial_support(
         dropped += float(np.sum(np.exp(log_pu + log_a + np.log(qc0)) + np.exp(log_pu + log_t1 + np.log(qc1))))
         c_width = c_hi - c_lo + 1
         pairs = int(c_width.sum())
-        if pairs > MAX_SUPPORT_POINTS // 8:  # checked before the per-pair arrays are built
-            need = f"{pairs:,} cells (u, c), each a window of x values, i.e. far more support points"
+        if pairs > MAX_PAIRS:  # checked before the per-pair arrays are built
+            need = f"{pairs:,} cells (u, c) (more than {MAX_PAIRS:,}), each a window of x values, i.e. far more support points"
             raise ValueError(_refusal(context, need, tail_mass, advice))
 
         # Pairs (u, c): base p(u, c), P(u, c) = p(u, c)(A + B c/2).
@@ -472,31 +609,64 @@ def _tilted_trinomial_support(
         if total > MAX_SUPPORT_POINTS:
             raise ValueError(_refusal(context, f"{total:,} support points", tail_mass, advice))
 
-        # Table of log Bin(c, 1/2)(x) per distinct c, over the union of its rows' windows (rows sorted by c).
-        cs, first = np.unique(row_c, return_index=True)
-        tab_lo = np.minimum.reduceat(r_lo, first)
-        tab_width = np.maximum.reduceat(r_hi, first) - tab_lo + 1
-        tab_start = np.cumsum(tab_width) - tab_width
-        tab_x = np.repeat(tab_lo - tab_start, tab_width) + np.arange(int(tab_width.sum()))
-        log_px = binomial_logpmf(tab_x, np.repeat(cs, tab_width), 0.5)
-        slot = np.searchsorted(cs, pair_c)
-
+        # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
+        # kernels walk outwards from it by exact ratios.
+        cs, slot = np.unique(pair_c, return_inverse=True)
+        anchor = (pair_c + 1) // 2
+        if np.any((anchor < x_lo) | (anchor > x_hi)):  # cannot happen: windows are central
+            raise RuntimeError("internal error: an x window misses its anchor ceil(c/2)")
+        log_wa = log_w + binomial_logpmf((cs + 1) // 2, cs, 0.5)[slot]
         ratio = np.exp(log_a - log_b)  # A/B (0 when A = 0, inf when B = 0)
+    # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
+    truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
+    kernel_args = (pair_u, pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio)
+    if total > max_exact_support:
+        return _streamed(kernel_args, truncated, bins)
     losses = np.empty(total)
     masses = np.empty(total)
-    fill_tilted_points(
-        pair_u, pair_c, log_w, np.cumsum(x_width) - x_width, x_lo, x_hi, tab_start[slot] - tab_lo[slot],
-        log_px, log_a, log_b, ratio, losses, masses,
-    )
+    fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
     # Nearly sorted input makes the stable sort inside LossDistribution cheap; the infinite losses
     # (Q = 0) end up last.
     order = _nearly_sorting_permutation(losses)
     losses, masses = losses[order], masses[order]
     cut = int(np.searchsorted(losses, np.inf))
-    # Masses below the smallest normal double may have been flushed to 0: book that much per point.
-    truncated = min(dropped + total * np.finfo(np.float64).tiny, 1.0)
     # Rounding of the log-space masses (relative ~1e-13 at worst) can push a sure atom a hair above 1.
-    return _Support(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated)
+    exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated)
+    return exact, exact
+
+
+def _streamed(kernel_args: tuple, truncated: float, bins: int) -> tuple[LossDistribution, LossDistribution]:
+    """Stream the kept points onto a lattice of ``bins`` cells over their loss range; ``(lower, upper)``.
+
+    The loss range comes from the window ends (the loss ``log((r + x)/(r + c - x))`` increases in ``x``
+    on every pair ``(u, c)``), widened by one cell on both sides.  O(S) time, O(K + bins·threads) memory.
+    """
+    pair_u, pair_c, _, x_lo, x_hi, _, _, ratio = kernel_args
+    r = ratio[pair_u]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(np.isinf(r), 0.0, np.log((r + x_lo) / (r + pair_c - x_lo)))
+        last = np.where(np.isinf(r), 0.0, np.log((r + x_hi) / (r + pair_c - x_hi)))
+    # A point with P = 0 (r + x = 0) or Q = 0 (r + y = 0) has no finite loss; the next one inwards does
+    # (both window ends are such points only if the window is a single point).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner_first = np.log((r + x_lo + 1) / (r + pair_c - x_lo - 1))
+        inner_last = np.log((r + x_hi - 1) / (r + pair_c - x_hi + 1))
+    first = np.where(np.isfinite(first), first, inner_first)
+    last = np.where(np.isfinite(last), last, inner_last)
+    finite = np.concatenate([first[np.isfinite(first)], last[np.isfinite(last)]])
+    if finite.size == 0:  # every point at loss +inf or of mass 0: nothing to stream but the atom
+        smin = smax = 0.0
+    else:
+        smin, smax = float(finite.min()), float(finite.max())
+    width = smax - smin
+    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
+    j0 = int(math.floor(smin / spacing)) - 1
+    size = int(math.floor(smax / spacing)) - j0 + 2
+    chunks = max(1, min(num_threads(), pair_u.size))
+    cell_mass, cell_tilt, infinity, misplaced = stream_tilted_points(*kernel_args, spacing, j0, size, chunks)
+    if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
+        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
+    return lattice_distributions(cell_mass, cell_tilt, spacing, j0, min(float(infinity), 1.0), truncated)
 
 
 def _nearly_sorting_permutation(values: NDArray[np.float64]) -> NDArray[np.int64]:
