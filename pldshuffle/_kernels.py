@@ -269,11 +269,25 @@ def bin_points(
                            float(spacing), int(j0), cell_mass, cell_tilt))
 
 
+@_jit(inline="always")
+def _add(mass, tilt, k, s, m, spacing, inv_spacing, series, j0, size):  # pragma: no cover
+    """Add a finite point to row ``k`` of the cell accumulators; False if it is off the lattice."""
+    j, em = _cell(s, spacing, inv_spacing, series)
+    idx = j - j0
+    if idx < 0 or idx >= size:
+        return False
+    mass[k, idx] += m
+    tilt[k, idx] += m * em
+    return True
+
+
 @_jit(parallel=True)
-def _stream_points(pair_u, pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, spacing, j0, size, chunks):  # pragma: no cover
-    npairs = pair_u.size
-    mass = np.zeros((chunks, size))
-    tilt = np.zeros((chunks, size))
+def _stream_points(pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, r_lo, r_hi, spacing, j0, size, chunks):  # pragma: no cover
+    npairs = pair_c.size
+    low_mass = np.zeros((chunks, size))
+    low_tilt = np.zeros((chunks, size))
+    up_mass = np.zeros((chunks, size))
+    up_tilt = np.zeros((chunks, size))
     infs = np.zeros(chunks)
     bad = np.zeros(chunks, dtype=np.int64)
     inv_spacing = 1.0 / spacing
@@ -287,8 +301,9 @@ def _stream_points(pair_u, pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, spac
         mass_buf = np.empty(width)
         log_buf = np.empty(log_size)
         for p in range((npairs * k) // chunks, (npairs * (k + 1)) // chunks):
-            i = pair_u[p]
-            _walk_pair(pair_c[p], x_lo[p], x_hi[p], log_wa[p], log_a[i], log_b[i], ratio[i], loss_buf, mass_buf, 0, log_buf)
+            c = pair_c[p]
+            _walk_pair(c, x_lo[p], x_hi[p], log_wa[p], log_a[p], log_b[p], ratio[p], loss_buf, mass_buf, 0, log_buf)
+            spread = r_lo[p] < r_hi[p]
             for t in range(x_hi[p] - x_lo[p] + 1):
                 m = mass_buf[t]
                 if m <= 0.0:
@@ -297,26 +312,52 @@ def _stream_points(pair_u, pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, spac
                 if s == math.inf:
                     infs[k] += m
                     continue
-                j, em = _cell(s, spacing, inv_spacing, series)
-                idx = j - j0
-                if idx < 0 or idx >= size:
+                if not _add(low_mass, low_tilt, k, s, m, spacing, inv_spacing, series, j0, size):
                     bad[k] += 1
+                if not spread:
+                    _add(up_mass, up_tilt, k, s, m, spacing, inv_spacing, series, j0, size)
                     continue
-                mass[k, idx] += m
-                tilt[k, idx] += m * em
-    return mass.sum(axis=0), tilt.sum(axis=0), infs.sum(), bad.sum()
+                # The merged point's loss lies between those of its members, which lie between the
+                # losses at r_lo and r_hi: split m between the two ends keeping its e^{-s}-moment.
+                x = x_lo[p] + t
+                y = c - x
+                s1 = math.log((r_lo[p] + x) / (r_lo[p] + y))
+                s2 = math.log((r_hi[p] + x) / (r_hi[p] + y))
+                lo = min(s, s1, s2)
+                hi = max(s, s1, s2)
+                if hi > lo:
+                    share = min(max(m * (math.expm1(lo - s) / math.expm1(lo - hi)) * (1.0 + 1e-12), 0.0), m)
+                else:
+                    share = 0.0
+                if not _add(up_mass, up_tilt, k, lo, m - share, spacing, inv_spacing, series, j0, size):
+                    bad[k] += 1
+                if share > 0.0 and not _add(up_mass, up_tilt, k, hi, share, spacing, inv_spacing, series, j0, size):
+                    bad[k] += 1
+    return low_mass.sum(axis=0), low_tilt.sum(axis=0), up_mass.sum(axis=0), up_tilt.sum(axis=0), infs.sum(), bad.sum()
 
 
 def stream_tilted_points(
-    pair_u, pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, spacing: float, j0: int, size: int, chunks: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
-    """The points of :func:`fill_tilted_points`, streamed onto lattice cells instead of stored.
+    pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, r_lo, r_hi, spacing: float, j0: int, size: int, chunks: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float, int]:
+    """Points of tilted-trinomial pairs (one ``(A, B)`` per pair, see :func:`fill_tilted_points`) streamed
+    onto lattice cells, for a lower and an upper bound.
 
-    For every cell ``[z_j, z_{j+1})``, ``z_j = j·spacing``, ``j = j0 .. j0+size-1``, returns the P-mass
-    ``M_j = Σ m`` and the tilt ``T_j = Σ m·expm1(-(s - z_j))`` (``≤ 0``) of the points in it, the mass at
-    ``+inf`` and the number of finite points that fell outside the lattice (a caller error).  Parallel over
-    ``chunks`` contiguous ranges of pairs, one accumulator row each (no write races).
-    O(S) time for S points (~5-10 ns per point and thread), O(chunks·size + widest window) memory.
+    Pair ``p`` may be a merged outcome whose members have tilt ratios in ``[r_lo[p], r_hi[p]]``: its loss
+    (a mediant of theirs) and theirs lie between the losses at ``r_lo`` and ``r_hi`` (the loss is
+    monotone in ``r``).  The *lower* accumulators get each point at its own loss (merging is a
+    post-processing); the *upper* ones get its mass split between those two end losses keeping the
+    ``e^{-s}``-moment (the extreme mean-preserving spread on that interval, rounded up by 1e-12
+    relative), which dominates every distribution of the members' losses.  With ``r_lo = r_hi`` both
+    get the point itself.
+
+    For every cell ``[z_j, z_{j+1})``, ``z_j = j·spacing``, ``j = j0 .. j0+size-1``, returns
+    ``(M_lower, T_lower, M_upper, T_upper, infinity, misplaced)``: P-masses ``M_j = Σ m`` and tilts
+    ``T_j = Σ m·expm1(-(s - z_j))``, the mass at ``+inf`` and the number of finite points off the
+    lattice (a caller error).  Parallel over ``chunks`` ranges of pairs, one accumulator row each.
+    O(S) time for S points (~5-10 ns per point and thread, ~4x that for merged pairs), O(chunks·size +
+    widest window) memory.
     """
     _compiled()
-    return _stream_points(pair_u, pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, float(spacing), int(j0), int(size), int(chunks))
+    return _stream_points(
+        pair_c, log_wa, x_lo, x_hi, log_a, log_b, ratio, r_lo, r_hi, float(spacing), int(j0), int(size), int(chunks)
+    )
