@@ -392,7 +392,7 @@ class ShuffledKRR(ShuffleMechanism):
 
 def _common_value_pairs(
     n: int, k: int, eps0: float, other_prob: float, tail_mass: float, context: str, advice: str,
-    max_exact_support: int = EXACT_SUPPORT_LIMIT, bins: int = STREAM_GRID_BINS,
+    max_exact_support: int | None = None, bins: int | None = None,
 ) -> tuple[PrivacyLossPair, PrivacyLossPair]:
     r"""``(lower, upper)`` histogram pairs of ``X = (1, 1, .., 1)`` vs ``X' = (2, 1, .., 1)`` (k ≥ 3).
 
@@ -404,10 +404,13 @@ def _common_value_pairs(
 
     Windows as in :func:`_tilted_windows` (``v`` with ``tail_mass``, ``h_2 | v`` with ``tail_mass``):
     the dropped P- and Q-masses are computed exactly (``f`` is affine in ``v`` after averaging ``h_2``,
-    and in ``h_2`` given ``v``).  Exact pair (the same object twice) up to ``max_exact_support`` points,
-    otherwise streamed onto ``bins`` lattice cells per direction (:mod:`._lattice`) in row chunks.
+    and in ``h_2`` given ``v``).  Exact pair (the same object twice) up to ``max_exact_support`` points
+    (default :data:`EXACT_SUPPORT_LIMIT`), otherwise streamed onto ``bins`` (default
+    :data:`STREAM_GRID_BINS`) lattice cells per direction (:mod:`._lattice`) in row chunks.
     Time O(S), memory O(min(S, 2^22) + bins) for S points.
     """
+    max_exact_support = EXACT_SUPPORT_LIMIT if max_exact_support is None else max_exact_support
+    bins = STREAM_GRID_BINS if bins is None else bins
     e_minus, e_plus = math.exp(-eps0), math.exp(eps0)
     log_n = math.log(n)
     lo, hi, q0, q1 = _tilted_windows(np.array([n]), other_prob, tail_mass)
@@ -524,12 +527,13 @@ def _tilted_trinomial_support(
     tail_mass: float,
     context: str,
     advice: str,
-    max_exact_support: int = EXACT_SUPPORT_LIMIT,
-    bins: int = STREAM_GRID_BINS,
+    max_exact_support: int | None = None,
+    bins: int | None = None,
 ) -> tuple[LossDistribution, LossDistribution]:
     """``(lower, upper)`` loss distributions of ``P/Q`` for ``P = base · f_u(x)``, ``Q = base · f_u(c - x)``
     (module docstring): the same object, the exact truncated PLD, when the truncated support has at most
-    ``max_exact_support`` points; otherwise the support streamed onto a lattice of ``bins`` cells across
+    ``max_exact_support`` points (default :data:`EXACT_SUPPORT_LIMIT`); otherwise the support streamed
+    onto a lattice of ``bins`` cells (default :data:`STREAM_GRID_BINS`) across
     its loss range (:mod:`._lattice`: a strict lower and a strict upper bound, errors second order in the
     cell width).
 
@@ -556,6 +560,8 @@ def _tilted_trinomial_support(
     compiled loop plus an O(S log S) sort, memory O(S).  Streamed: O(S) time (~10-20 ns per point,
     parallel over ranges of pairs), memory O(K + bins·threads), S never stored.
     """
+    max_exact_support = EXACT_SUPPORT_LIMIT if max_exact_support is None else max_exact_support
+    bins = STREAM_GRID_BINS if bins is None else bins
     log_tail = math.log(tail_mass)
     with np.errstate(divide="ignore", over="ignore"):
         # Level u (degenerate when outer_trials == 0).
@@ -624,9 +630,12 @@ def _tilted_trinomial_support(
     # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
     truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
     if total > max_exact_support:
+        merged = None
         if ratio.size > 1 and np.all(np.isfinite(ratio) & (ratio > 0)):
-            merged = _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, MERGE_TOLERANCE)
-        else:
+            blocks = np.floor(np.log(ratio) / math.log1p(MERGE_TOLERANCE)).astype(np.int64)
+            if 4 * (int(blocks.max() - blocks.min()) + 1) <= ratio.size:  # worth it: blocks of >= 4 values of u
+                merged = _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks)
+        if merged is None:
             merged = (pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], ratio[pair_u], ratio[pair_u], ratio[pair_u])
         return _streamed(merged, truncated, bins)
     losses = np.empty(total)
@@ -642,8 +651,9 @@ def _tilted_trinomial_support(
     return exact, exact
 
 
-def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, tolerance: float) -> tuple:
-    """Merge the pairs ``(u, c)`` over blocks of ``u`` whose tilt ratios ``r = A/B`` agree within a factor ``1 + tolerance``.
+def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
+    """Merge the pairs ``(u, c)`` over blocks of ``u`` (``blocks[u]``, non-decreasing; the caller groups tilt
+    ratios ``r = A/B`` that agree within a factor ``1 + MERGE_TOLERANCE``).
 
     The outcomes ``(u, c, x)``, ``u`` in a block, become one outcome ``(block, c, x)`` with
     ``P = Bin(c,1/2)(x)(α + βx)``, ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``,
@@ -652,14 +662,12 @@ def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, toleran
     ``tail_mass`` more mass, which only raises the upper bound and is a real sub-measure for the lower).
     Its loss and the members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
     (:func:`~pldshuffle._kernels.stream_tilted_points` uses them for the upper bound).  The loss varies
-    by a relative ~``tolerance`` within a block, and the number of points drops by the block size.
+    by a relative ~``MERGE_TOLERANCE`` within a block, and the number of points drops by the block size.
 
     Returns the kernel arguments ``(c, log_wa, x_lo, x_hi, log α, log β, α/β, r_lo, r_hi)`` of the merged
     pairs.  O(K log K) for K pairs.
     """
-    block = np.floor(np.log(ratio) / math.log1p(tolerance)).astype(np.int64)
-    block -= block.min()
-    key = block[pair_u] * (int(pair_c.max()) + 1) + pair_c
+    key = (blocks - blocks.min())[pair_u] * (int(pair_c.max()) + 1) + pair_c
     order = np.argsort(key, kind="stable")
     key = key[order]
     first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
