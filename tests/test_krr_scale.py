@@ -79,11 +79,12 @@ def test_streamed_pairs_bracket_the_exact_pair(adversary, n, k, gamma, monkeypat
     assert np.all(lo_s <= up_e) and np.all(up_s >= lo_e)
 
 
-@pytest.mark.parametrize("adversary", ["strong", "weak", "histogram"])
-def test_streamed_pairs_bracket_compositions(adversary, monkeypatch):
+@pytest.mark.parametrize(("adversary", "n"), [("strong", 60), ("weak", 14), ("histogram", 16)])
+def test_streamed_pairs_bracket_compositions(adversary, n, monkeypatch):
     """Two and three rounds on a coarse lattice (256 cells): spread/contraction hold after composition."""
-    mechanism = ShuffledKRR(60, 4, gamma=0.3, adversary=adversary)
+    mechanism = ShuffledKRR(n, 4, gamma=0.3, adversary=adversary)
     exact_dir = mechanism.pair_family().upper[0].forward
+    assert exact_dir.support_size <= 3000  # explicit convolution: support^rounds terms
     streamed = streamed_family(mechanism, monkeypatch, bins=256)
     low_dir, up_dir = streamed.lower[0].forward, streamed.upper[0].forward
     for rounds in (2, 3):
@@ -201,3 +202,26 @@ def test_common_value_pair_streamed_brackets_exact():
             d = raw_delta(getattr(exact_upper, side), eps, upper=False)
             assert raw_delta(getattr(low, side), eps, upper=False) <= d * (1 + 1e-12) + 1e-300
             assert raw_delta(getattr(up, side), eps, upper=True) >= d * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(("adversary", "n", "k", "gamma", "tolerance", "rounds"), [
+    ("weak", 300, 4, 0.25, 0.1, 1),
+    ("histogram", 300, 4, 0.25, 0.1, 1),
+    ("weak", 14, 4, 0.3, 3.0, 2),
+    ("histogram", 16, 4, 0.3, 3.0, 2),
+])
+def test_merged_outer_blocks_bracket_the_exact_pair(adversary, n, k, gamma, tolerance, rounds, monkeypatch):
+    """Coarse merging of the outer coordinate (forced by a large MERGE_TOLERANCE) still brackets strictly."""
+    mechanism = ShuffledKRR(n, k, gamma=gamma, adversary=adversary)
+    exact_dir = exact_family(mechanism, monkeypatch).upper[0].forward
+    calls = []
+    merge = krr._merge_outer
+    monkeypatch.setattr(krr, "_merge_outer", lambda *a: calls.append(1) or merge(*a))
+    monkeypatch.setattr(krr, "MERGE_TOLERANCE", tolerance)
+    streamed = streamed_family(mechanism, monkeypatch, bins=4096 if rounds == 1 else 256)
+    assert calls  # the blocks were merged
+    low_dir, up_dir = streamed.lower[0].forward, streamed.upper[0].forward
+    for eps in EPSILONS:
+        d_exact = raw_delta(exact_dir, eps, rounds, upper=False)
+        assert raw_delta(low_dir, eps, rounds, upper=False) <= d_exact * (1 + 1e-12) + 1e-300, eps
+        assert raw_delta(up_dir, eps, rounds, upper=True) >= d_exact * (1 - 1e-12), eps
