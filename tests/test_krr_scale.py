@@ -204,13 +204,14 @@ def test_common_value_pair_streamed_brackets_exact():
             assert raw_delta(getattr(up, side), eps, upper=True) >= d * (1 - 1e-12)
 
 
-@pytest.mark.parametrize(("adversary", "n", "k", "gamma", "tolerance", "rounds"), [
-    ("weak", 300, 4, 0.25, 0.1, 1),
-    ("histogram", 300, 4, 0.25, 0.1, 1),
-    ("weak", 14, 4, 0.3, 3.0, 2),
-    ("histogram", 16, 4, 0.3, 3.0, 2),
+@pytest.mark.parametrize(("adversary", "n", "k", "gamma", "tolerance", "rounds", "chunk"), [
+    ("weak", 300, 4, 0.25, 0.1, 1, None),
+    ("weak", 300, 4, 0.25, 0.1, 1, 700),  # laid out and merged in chunks of ~700 pairs (u, c)
+    ("histogram", 300, 4, 0.25, 0.1, 1, None),
+    ("weak", 14, 4, 0.3, 3.0, 2, None),
+    ("histogram", 16, 4, 0.3, 3.0, 2, 10),
 ])
-def test_merged_outer_blocks_bracket_the_exact_pair(adversary, n, k, gamma, tolerance, rounds, monkeypatch):
+def test_merged_outer_blocks_bracket_the_exact_pair(adversary, n, k, gamma, tolerance, rounds, chunk, monkeypatch):
     """Coarse merging of the outer coordinate (forced by a large MERGE_TOLERANCE) still brackets strictly."""
     mechanism = ShuffledKRR(n, k, gamma=gamma, adversary=adversary)
     exact_dir = exact_family(mechanism, monkeypatch).upper[0].forward
@@ -218,8 +219,10 @@ def test_merged_outer_blocks_bracket_the_exact_pair(adversary, n, k, gamma, tole
     merge = krr._merge_outer
     monkeypatch.setattr(krr, "_merge_outer", lambda *a: calls.append(1) or merge(*a))
     monkeypatch.setattr(krr, "MERGE_TOLERANCE", tolerance)
+    if chunk is not None:
+        monkeypatch.setattr(krr, "_CHUNK_PAIRS", chunk)
     streamed = streamed_family(mechanism, monkeypatch, bins=4096 if rounds == 1 else 256)
-    assert calls  # the blocks were merged
+    assert len(calls) >= (2 if chunk else 1)  # the blocks were merged (chunk by chunk)
     low_dir, up_dir = streamed.lower[0].forward, streamed.upper[0].forward
     for eps in EPSILONS:
         d_exact = raw_delta(exact_dir, eps, rounds, upper=False)

@@ -95,7 +95,10 @@ MAX_SUPPORT_POINTS = 200_000_000_000
 #: Requests whose :meth:`ShuffledKRR.support_estimate` exceeds this are refused before any work (the
 #: estimate over-counts by about 2; the exact count is checked against MAX_SUPPORT_POINTS later).
 _ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
-#: Largest number of cells ``(u, c)`` (each a window of x values); the per-cell arrays take ~100 bytes each.
+#: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk.
+_CHUNK_PAIRS = 2_000_000
+#: Largest number of cells ``(u, c)`` (each a window of x values) held at once when the outer coordinate
+#: cannot be merged; the per-cell arrays take ~100 bytes each.
 MAX_PAIRS = 20_000_000
 
 #: Smallest supported per-value blanket probability ``γ/k`` (``ε0`` up to about 230).
@@ -588,56 +591,74 @@ def _tilted_trinomial_support(
         dropped += float(np.sum(np.exp(log_pu + log_a + np.log(qc0)) + np.exp(log_pu + log_t1 + np.log(qc1))))
         c_width = c_hi - c_lo + 1
         pairs = int(c_width.sum())
-        if pairs > MAX_PAIRS:  # checked before the per-pair arrays are built
-            need = f"{pairs:,} cells (u, c) (more than {MAX_PAIRS:,}), each a window of x values, i.e. far more support points"
-            raise ValueError(_refusal(context, need, tail_mass, advice))
-
-        # Pairs (u, c): base p(u, c), P(u, c) = p(u, c)(A + B c/2).
-        pair_u = np.repeat(np.arange(u.size), c_width)
-        pair_c = c_lo[pair_u] + np.arange(pairs) - np.repeat(np.cumsum(c_width) - c_width, c_width)
-        log_w = log_pu[pair_u] + binomial_logpmf(pair_c, n1[pair_u], inner_prob)
-        pa, pb, log_c = log_a[pair_u], log_b[pair_u], np.log(pair_c.astype(np.float64))
-        log_p_uc = log_w + np.logaddexp(pa, pb + log_c - math.log(2.0))
-
-        # Level x | (u, c): budget tail/(K P(u, c)) rounded down to tail·2^j; windows per distinct (c, j).
-        j = np.floor(-(log_p_uc + math.log(pairs)) / math.log(2.0))  # +inf where P(u, c) = 0
-        j = np.minimum(j, math.floor(-log_tail / math.log(2.0))).astype(np.int64)  # budget <= 1
-        j_min = int(j.min())
-        spread = int(j.max()) - j_min + 1
-        rows, row_of_pair = np.unique(pair_c * spread + (j - j_min), return_inverse=True)
-        row_c = rows // spread
-        r_lo, r_hi, qx0, qx1 = _tilted_windows(row_c, 0.5, np.exp(log_tail + (rows % spread + j_min) * math.log(2.0)))
-        log_t1 = np.logaddexp(pa, pb + log_c)
-        dropped += float(
-            np.sum(
-                np.exp(log_w + pa + np.log(qx0[row_of_pair])) + np.exp(log_w + log_t1 + np.log(qx1[row_of_pair]))
-            )
-        )
-        x_lo, x_hi = r_lo[row_of_pair], r_hi[row_of_pair]
-        x_width = x_hi - x_lo + 1
-        total = int(x_width.sum())
-        if total > MAX_SUPPORT_POINTS:
-            raise ValueError(_refusal(context, f"{total:,} support points", tail_mass, advice))
-
-        # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
-        # kernels walk outwards from it by exact ratios.
-        cs, slot = np.unique(pair_c, return_inverse=True)
-        anchor = (pair_c + 1) // 2
-        if np.any((anchor < x_lo) | (anchor > x_hi)):  # cannot happen: windows are central
-            raise RuntimeError("internal error: an x window misses its anchor ceil(c/2)")
-        log_wa = log_w + binomial_logpmf((cs + 1) // 2, cs, 0.5)[slot]
         ratio = np.exp(log_a - log_b)  # A/B (0 when A = 0, inf when B = 0)
-    # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
-    truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
-    if total > max_exact_support:
-        merged = None
+        blocks = None  # merge blocks of u (streaming only), when the ratios allow and blocks hold >= 4 values
         if ratio.size > 1 and np.all(np.isfinite(ratio) & (ratio > 0)):
             blocks = np.floor(np.log(ratio) / math.log1p(MERGE_TOLERANCE)).astype(np.int64)
-            if 4 * (int(blocks.max() - blocks.min()) + 1) <= ratio.size:  # worth it: blocks of >= 4 values of u
-                merged = _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks)
-        if merged is None:
-            merged = (pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], ratio[pair_u], ratio[pair_u], ratio[pair_u])
-        return _streamed(merged, truncated, bins)
+            if 4 * (int(blocks.max() - blocks.min()) + 1) > ratio.size:
+                blocks = None
+        if pairs > MAX_PAIRS and blocks is None:  # checked before the per-pair arrays are built
+            need = f"{pairs:,} cells (u, c) (more than {MAX_PAIRS:,}), each a window of x values"
+            raise ValueError(_refusal(context, need, tail_mass, advice))
+
+    def layout(first: int, stop: int) -> tuple:
+        """Pairs ``(u, c)`` of outer indices ``first .. stop-1``: ``(pair_u, pair_c, log_w, x_lo, x_hi, dropped)``."""
+        with np.errstate(divide="ignore", over="ignore"):
+            width = c_width[first:stop]
+            count = int(width.sum())
+            # Pairs (u, c): base p(u, c), P(u, c) = p(u, c)(A + B c/2).
+            pair_u = np.repeat(np.arange(first, stop), width)
+            pair_c = c_lo[pair_u] + np.arange(count) - np.repeat(np.cumsum(width) - width, width)
+            log_w = log_pu[pair_u] + binomial_logpmf(pair_c, n1[pair_u], inner_prob)
+            pa, pb, log_c = log_a[pair_u], log_b[pair_u], np.log(pair_c.astype(np.float64))
+            log_p_uc = log_w + np.logaddexp(pa, pb + log_c - math.log(2.0))
+
+            # Level x | (u, c): budget tail/(K P(u, c)) (K = all pairs) rounded down to tail·2^j; windows per distinct (c, j).
+            j = np.floor(-(log_p_uc + math.log(pairs)) / math.log(2.0))  # +inf where P(u, c) = 0
+            j = np.minimum(j, math.floor(-log_tail / math.log(2.0))).astype(np.int64)  # budget <= 1
+            j_min = int(j.min())
+            spread = int(j.max()) - j_min + 1
+            rows, row_of_pair = np.unique(pair_c * spread + (j - j_min), return_inverse=True)
+            row_c = rows // spread
+            r_lo, r_hi, qx0, qx1 = _tilted_windows(row_c, 0.5, np.exp(log_tail + (rows % spread + j_min) * math.log(2.0)))
+            log_t1 = np.logaddexp(pa, pb + log_c)
+            lost = float(
+                np.sum(np.exp(log_w + pa + np.log(qx0[row_of_pair])) + np.exp(log_w + log_t1 + np.log(qx1[row_of_pair])))
+            )
+        return pair_u, pair_c, log_w, r_lo[row_of_pair], r_hi[row_of_pair], lost
+
+    if blocks is not None and pairs > _CHUNK_PAIRS:
+        # Too many pairs to hold at once: lay out and merge chunks of u (a block split between two chunks
+        # becomes two merged outcomes, still a post-processing); only the merged pairs are kept.
+        ends = np.searchsorted(np.cumsum(c_width), np.arange(1, -(-pairs // _CHUNK_PAIRS) + 1) * _CHUNK_PAIRS, side="left")
+        bounds = [0, *sorted({min(int(e) + 1, u.size) for e in ends})]
+        parts, total = [], 0
+        for first, stop in zip(bounds[:-1], bounds[1:]):
+            pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(first, stop)
+            dropped += lost
+            total += int((x_hi - x_lo + 1).sum())
+            if total > MAX_SUPPORT_POINTS:
+                raise ValueError(_refusal(context, f"more than {total:,} support points", tail_mass, advice))
+            parts.append(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
+        merged = tuple(np.concatenate(column) for column in zip(*parts))
+        return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins)
+
+    pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(0, u.size)
+    dropped += lost
+    x_width = x_hi - x_lo + 1
+    total = int(x_width.sum())
+    if total > MAX_SUPPORT_POINTS:
+        raise ValueError(_refusal(context, f"{total:,} support points", tail_mass, advice))
+    # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
+    truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
+    if total > max_exact_support and blocks is not None:
+        return _streamed(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks), truncated, bins)
+    # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
+    # kernels walk outwards from it by exact ratios.
+    log_wa = log_w + _anchor_logpmf(pair_c, x_lo, x_hi)
+    if total > max_exact_support:
+        rp = ratio[pair_u]
+        return _streamed((pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp), truncated, bins)
     losses = np.empty(total)
     masses = np.empty(total)
     fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
@@ -649,6 +670,18 @@ def _tilted_trinomial_support(
     # Rounding of the log-space masses (relative ~1e-13 at worst) can push a sure atom a hair above 1.
     exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated)
     return exact, exact
+
+
+def _anchor_logpmf(pair_c: NDArray[np.int64], x_lo: NDArray[np.int64], x_hi: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``log Bin(c, 1/2)(ceil(c/2))`` per pair: the anchor from which the kernels walk by exact ratios.
+
+    Every x window contains its anchor (windows are central); one Boost evaluation per distinct ``c``.
+    """
+    cs, slot = np.unique(pair_c, return_inverse=True)
+    anchor = (pair_c + 1) // 2
+    if np.any((anchor < x_lo) | (anchor > x_hi)):  # cannot happen: windows are central
+        raise RuntimeError("internal error: an x window misses its anchor ceil(c/2)")
+    return binomial_logpmf((cs + 1) // 2, cs, 0.5)[slot]
 
 
 def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
@@ -677,14 +710,14 @@ def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks)
     beta = np.add.reduceat(np.exp(w + log_b[u]), first)
     r = ratio[u]
     merged_c = c[first]
-    cs, slot = np.unique(merged_c, return_inverse=True)
+    merged_lo, merged_hi = np.minimum.reduceat(x_lo[order], first), np.maximum.reduceat(x_hi[order], first)
     with np.errstate(divide="ignore"):
         log_alpha, log_beta = np.log(alpha), np.log(beta)
     return (
         merged_c,
-        binomial_logpmf((cs + 1) // 2, cs, 0.5)[slot],
-        np.minimum.reduceat(x_lo[order], first),
-        np.maximum.reduceat(x_hi[order], first),
+        _anchor_logpmf(merged_c, merged_lo, merged_hi),
+        merged_lo,
+        merged_hi,
         log_alpha,
         log_beta,
         alpha / beta,
