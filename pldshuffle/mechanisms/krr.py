@@ -612,8 +612,8 @@ def _tilted_trinomial_support(
             if 4 * (int(blocks.max() - blocks.min()) + 1) > ratio.size:
                 blocks = None
         if pairs > MAX_PAIRS and blocks is None:  # checked before the per-pair arrays are built
-            need = f"{pairs:,} cells (u, c) (more than {MAX_PAIRS:,}), each a window of x values"
-            raise ValueError(_refusal(context, need, tail_mass, advice))
+            need = f"{pairs:,} cells (u, c), each a window of x values"
+            raise ValueError(_refusal(context, need, tail_mass, advice, f"{MAX_PAIRS:,} cells"))
 
     def layout(first: int, stop: int) -> tuple:
         """Pairs ``(u, c)`` of outer indices ``first .. stop-1``: ``(pair_u, pair_c, log_w, x_lo, x_hi, dropped)``."""
@@ -794,9 +794,6 @@ def _nearly_sorting_permutation(values: NDArray[np.float64]) -> NDArray[np.int64
     return keys & np.int64((1 << b) - 1)
 
 
-def _refusal(context: str, need: str, tail_mass: float, advice: str) -> str:
+def _refusal(context: str, need: str, tail_mass: float, advice: str, limit: str = f"{MAX_SUPPORT_POINTS:,} support points") -> str:
     """Message refusing an oversized support: what was asked, what it needs, what to change."""
-    return (
-        f"{context} would need {need} at tail_mass={tail_mass:g}, more than the limit of "
-        f"{MAX_SUPPORT_POINTS:,} support points; use {advice}"
-    )
+    return f"{context} would need {need} at tail_mass={tail_mass:g}, more than the limit of {limit}; use {advice}"
