@@ -642,8 +642,8 @@ def _tilted_trinomial_support(
         return pair_u, pair_c, log_w, r_lo[row_of_pair], r_hi[row_of_pair], lost
 
     if blocks is not None and pairs > _CHUNK_PAIRS:
-        # Too many pairs to hold at once: lay out and merge chunks of u (a block split between two chunks
-        # becomes two merged outcomes, still a post-processing); only the merged pairs are kept.
+        # Too many pairs to hold at once: lay out and merge chunks of u, combining the merged outcomes of
+        # a block that spans chunks; only the merged outcomes are kept.
         ends = np.searchsorted(np.cumsum(c_width), np.arange(1, -(-pairs // _CHUNK_PAIRS) + 1) * _CHUNK_PAIRS, side="left")
         bounds = [0, *sorted({min(int(e) + 1, u.size) for e in ends})]
         parts, total = [], 0
@@ -654,7 +654,8 @@ def _tilted_trinomial_support(
             if total > MAX_SUPPORT_POINTS:
                 raise ValueError(_refusal(context, f"more than {total:,} support points", tail_mass, advice))
             parts.append(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
-        merged = tuple(np.concatenate(column) for column in zip(*parts))
+            parts = [_group(*(np.concatenate(column) for column in zip(*parts)))]  # blocks spanning chunks
+        merged = _merged_kernel_args(*parts[0])
         return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins)
 
     pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(0, u.size)
@@ -666,7 +667,8 @@ def _tilted_trinomial_support(
     # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
     truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
     if total > max_exact_support and blocks is not None:
-        return _streamed(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks), truncated, bins)
+        merged = _merged_kernel_args(*_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
+        return _streamed(merged, truncated, bins)
     # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
     # kernels walk outwards from it by exact ratios.
     log_wa = log_w + _anchor_logpmf(pair_c, x_lo, x_hi)
@@ -699,44 +701,44 @@ def _anchor_logpmf(pair_c: NDArray[np.int64], x_lo: NDArray[np.int64], x_hi: NDA
 
 
 def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
-    """Merge the pairs ``(u, c)`` over blocks of ``u`` (``blocks[u]``, non-decreasing; the caller groups tilt
-    ratios ``r = A/B`` that agree within a factor ``1 + MERGE_TOLERANCE``).
+    """Merge pairs ``(u, c)`` over blocks of ``u`` into outcomes ``(block, c)`` (one chunk of pairs).
 
-    The outcomes ``(u, c, x)``, ``u`` in a block, become one outcome ``(block, c, x)`` with
-    ``P = Bin(c,1/2)(x)(α + βx)``, ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``,
-    ``β = Σ_u p(u,c) B(u)`` (a post-processing: the analyst forgets ``u`` within its block), over the
-    union of the members' x windows (points also counted as dropped are then counted twice: at most
-    ``tail_mass`` more mass, which only raises the upper bound and is a real sub-measure for the lower).
-    Its loss and the members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
+    ``blocks[u]`` groups tilt ratios ``r = A/B`` that agree within a factor ``1 + MERGE_TOLERANCE``
+    (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The outcomes ``(u, c, x)``, ``u`` in
+    a block, become one outcome ``(block, c, x)`` with ``P = Bin(c,1/2)(x)(α + βx)``,
+    ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``, ``β = Σ_u p(u,c) B(u)`` (a
+    post-processing: the analyst forgets ``u`` within its block), over the union of the members' x
+    windows (points also counted as dropped are then counted twice: at most ``tail_mass`` more mass,
+    which only raises the upper bound and is a real sub-measure for the lower).  Its loss and the
+    members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
     (:func:`~pldshuffle._kernels.stream_tilted_points` uses them for the upper bound).  The loss varies
     by a relative ~``MERGE_TOLERANCE`` within a block, and the number of points drops by the block size.
 
-    Returns the kernel arguments ``(c, log_wa, x_lo, x_hi, log α, log β, α/β, r_lo, r_hi)`` of the merged
-    pairs.  O(K log K) for K pairs.
+    Returns ``(block, c, α, β, x_lo, x_hi, r_lo, r_hi)`` per merged outcome; chunks of the same block
+    combine with :func:`_group`, and :func:`_merged_kernel_args` turns the result into kernel arguments.
+    O(K log K) for K pairs.
     """
-    key = (blocks - blocks.min())[pair_u] * (int(pair_c.max()) + 1) + pair_c
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-    u, c = pair_u[order], pair_c[order]
-    w = log_w[order]
-    alpha = np.add.reduceat(np.exp(w + log_a[u]), first)
-    beta = np.add.reduceat(np.exp(w + log_b[u]), first)
-    r = ratio[u]
-    merged_c = c[first]
-    merged_lo, merged_hi = np.minimum.reduceat(x_lo[order], first), np.maximum.reduceat(x_hi[order], first)
+    r = ratio[pair_u]
+    return _group(blocks[pair_u], pair_c, np.exp(log_w + log_a[pair_u]), np.exp(log_w + log_b[pair_u]), x_lo, x_hi, r, r)
+
+
+def _merged_kernel_args(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
+    """Kernel arguments ``(c, log_wa, x_lo, x_hi, log α, log β, α/β, r_lo, r_hi)`` of merged outcomes."""
     with np.errstate(divide="ignore"):
         log_alpha, log_beta = np.log(alpha), np.log(beta)
+    return c, _anchor_logpmf(c, x_lo, x_hi), x_lo, x_hi, log_alpha, log_beta, alpha / beta, r_lo, r_hi
+
+
+def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
+    """Combine entries with equal ``(block, c)``: sum α and β, union the x windows and the ratio intervals."""
+    order = np.lexsort((c, block))
+    block, c = block[order], c[order]
+    first = np.flatnonzero(np.concatenate([[True], (block[1:] != block[:-1]) | (c[1:] != c[:-1])]))
     return (
-        merged_c,
-        _anchor_logpmf(merged_c, merged_lo, merged_hi),
-        merged_lo,
-        merged_hi,
-        log_alpha,
-        log_beta,
-        alpha / beta,
-        np.minimum.reduceat(r, first),
-        np.maximum.reduceat(r, first),
+        block[first], c[first],
+        np.add.reduceat(alpha[order], first), np.add.reduceat(beta[order], first),
+        np.minimum.reduceat(x_lo[order], first), np.maximum.reduceat(x_hi[order], first),
+        np.minimum.reduceat(r_lo[order], first), np.maximum.reduceat(r_hi[order], first),
     )
 
 
