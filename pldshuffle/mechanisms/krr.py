@@ -176,8 +176,8 @@ class ShuffledKRR(ShuffleMechanism):
     ``lower != upper``); for ``"weak"``/``"histogram"`` the outer coordinate is first merged over blocks
     of nearly equal tilt (:data:`MERGE_TOLERANCE`), which divides the points by the block size
     (~``MERGE_TOLERANCE · nγ``).  Measured on a loaded 2-core machine (``k=4, ε0=2``, whole accountant
-    query, δ=1e-6): strong ``n=1e7`` 64 rounds 8 s; weak ``n=1e5`` 10 rounds 12 s; weak ``n=1e6``
-    pair construction 72 s at 0.5 GiB.
+    query, δ=1e-6): strong ``n=1e7`` 64 rounds 6 s; weak ``n=1e5`` 10 rounds 5 s; weak ``n=1e6``
+    10 rounds 29 s at 0.5 GiB peak.
 
     Examples
     --------
