@@ -3,42 +3,77 @@
 Mechanisms build the privacy loss distributions of neighbouring pairs, the :class:`FourierAccountant`
 composes them over rounds and returns certified lower and upper bounds on δ(ε) and ε(δ), and
 :mod:`pldshuffle.bounds` holds the analytic baselines of the literature.
+
+Names are imported on first access (PEP 562), so ``import pldshuffle`` does not load scipy, numba or
+pyfftw; ``pldshuffle.ShuffledKRR`` imports what that class needs.
 """
 
-from . import randomizers
-from .accountant import FourierAccountant
-from .certified import CertifiedPLD
-from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
-from .mechanisms.base import PairFamily, ShuffleMechanism
-from .mechanisms.binary_rr import ShuffledBinaryRR
-from .mechanisms.clones import ShuffledLDP
-from .mechanisms.krr import ShuffledKRR
-from .mechanisms.labelled_clones import LabelledClonePair
-from .mechanisms.generic import PairMechanism
-from .pld import LossDistribution, PrivacyLossPair
-from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from ._kernels import configure_numba_cache
+
+# Before any module of the package can import numba (cache=True must not write into a read-only install).
+configure_numba_cache()
 
 __version__ = "0.2.0"
 
-__all__ = [
-    "CalibrationResult",
-    "CertifiedPLD",
-    "DeltaBounds",
-    "EpsilonBounds",
-    "FourierAccountant",
-    "LabelledClonePair",
-    "LossDistribution",
-    "NotAGuaranteeWarning",
-    "PairFamily",
-    "PairMechanism",
-    "PrivacyLossPair",
-    "ShuffleMechanism",
-    "ShuffledBinaryRR",
-    "ShuffledKRR",
-    "ShuffledLDP",
-    "__version__",
-    "calibrate_local_epsilon",
-    "find_max_rounds",
-    "find_min_users",
-    "randomizers",
-]
+#: Public name -> submodule defining it.
+_EXPORTS = {
+    "CalibrationResult": ".calibrate",
+    "CertifiedPLD": ".certified",
+    "DeltaBounds": ".results",
+    "EpsilonBounds": ".results",
+    "FourierAccountant": ".accountant",
+    "LabelledClonePair": ".mechanisms.labelled_clones",
+    "LossDistribution": ".pld",
+    "NotAGuaranteeWarning": ".results",
+    "PairFamily": ".mechanisms.base",
+    "PairMechanism": ".mechanisms.generic",
+    "PrivacyLossPair": ".pld",
+    "ShuffleMechanism": ".mechanisms.base",
+    "ShuffledBinaryRR": ".mechanisms.binary_rr",
+    "ShuffledKRR": ".mechanisms.krr",
+    "ShuffledLDP": ".mechanisms.clones",
+    "calibrate_local_epsilon": ".calibrate",
+    "find_max_rounds": ".calibrate",
+    "find_min_users": ".calibrate",
+}
+#: Subpackages and modules reachable as attributes (``pldshuffle.bounds``) without an explicit import.
+_SUBMODULES = (
+    "accountant", "bounds", "calibrate", "certified", "cli", "composition", "dominating", "fft", "grid", "interop",
+    "lattice", "mechanisms", "pld", "plotting", "randomizers", "results",
+)
+
+__all__ = sorted([*_EXPORTS, "__version__", "randomizers"])
+
+if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
+    from .accountant import FourierAccountant
+    from . import randomizers
+    from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
+    from .certified import CertifiedPLD
+    from .mechanisms.labelled_clones import LabelledClonePair
+    from .mechanisms.base import PairFamily, ShuffleMechanism
+    from .mechanisms.binary_rr import ShuffledBinaryRR
+    from .mechanisms.clones import ShuffledLDP
+    from .mechanisms.generic import PairMechanism
+    from .mechanisms.krr import ShuffledKRR
+    from .pld import LossDistribution, PrivacyLossPair
+    from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later accesses skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "MAX_COUNT",
     "check_choice",
     "check_delta",
     "check_epsilon",
@@ -23,7 +24,11 @@ __all__ = [
     "check_positive_finite",
     "check_probability",
     "check_real",
+    "check_size",
 ]
+
+#: Largest count accepted where a count feeds float64 arithmetic and int64 arrays (exact in both).
+MAX_COUNT = 2**53
 
 
 def check_real(name: str, value: object) -> float:
@@ -121,3 +126,16 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
     return value
+
+
+def check_size(estimate: float, limit: float, *, what: str, request: str, advice: str) -> None:
+    """Refuse a request whose estimated size exceeds ``limit``, before anything of that size is built.
+
+    ``request`` names the parameters and their values (``"ShuffledKRR(num_users=10**12, ...)"``),
+    ``what`` the unit of the estimate (``"support points"``), ``advice`` how to shrink the request.
+    Raises ``ValueError`` with all four in the message; a NaN estimate is refused too.
+    """
+    if not estimate <= limit:
+        raise ValueError(
+            f"{request} would need about {estimate:.3g} {what}, more than the limit of {limit:.3g}; use {advice}"
+        )

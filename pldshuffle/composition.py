@@ -171,7 +171,7 @@ class Realization:
 
 def _forward_error(masses: NDArray[np.float64], size: int) -> float:
     """Pointwise bound on the forward FFT's error for one input (2-norm bound of Higham Thm 24.2)."""
-    return float(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.dot(masses, masses))) * 1.01)
+    return float(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.einsum("i,i->", masses, masses))) * 1.01)
 
 
 def _power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.complex128]:
@@ -225,8 +225,8 @@ def realize(
     spread = spread + (2.0 * math.log2(total + 1) + 2.0 * len(factors) + 2.0) * _U * bound
     raw = np.roll(backend.irfft(spectrum, size), -(lo_index % size))  # position p ↦ index lo_index + p
     # Inverse FFT: ‖δb‖₂ ≤ ‖δĉ‖₂/√m + log2(m)·η·‖b‖₂; the full spectrum has twice the half's energy.
-    spectral = math.sqrt(2.0 * float(np.dot(spread, spread))) / math.sqrt(size)
-    b_norm = math.sqrt(float(np.dot(raw, raw)))
+    spectral = math.sqrt(2.0 * float(np.einsum("i,i->", spread, spread))) / math.sqrt(size)
+    b_norm = math.sqrt(float(np.einsum("i,i->", raw, raw)))
     fp_error = 1.01 * (spectral + math.log2(size) * _ETA * (b_norm + spectral))
     z = (lo_index + np.arange(size)) * spacing
     # Untilt in log space; exponents are capped (only far below ε ≥ 0 can they be large, where a smaller

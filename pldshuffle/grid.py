@@ -101,7 +101,7 @@ def discretize(
         lower=lower,
         lower_infinity=infinity_mass,
         known_mass=float(masses.sum()),
-        rounding_mean=float(frac @ masses / masses.sum()) if masses.sum() > 0 else 0.0,
+        rounding_mean=float(np.einsum("i,i->", frac, masses) / masses.sum()) if masses.sum() > 0 else 0.0,
         _frac=frac,
         _masses=masses,
     )

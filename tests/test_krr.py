@@ -145,7 +145,8 @@ def test_describe_is_one_informative_line(adversary):
 def test_family_flags_and_caveats():
     for adversary in ADVERSARIES:
         family = ShuffledKRR(30, 4, gamma=0.3, adversary=adversary).pair_family()
-        assert family.upper == family.lower and len(family.upper) == 1
+        # histogram: the worst of two dataset pairs, (1,3..3) vs (2,3..3) and (1,1..1) vs (2,1..1)
+        assert family.upper == family.lower and len(family.upper) == (2 if adversary == "histogram" else 1)
         assert family.upper[0].backward is None  # symmetric pair
         assert family.is_guarantee == (adversary != "histogram")
     hist = ShuffledKRR(30, 4, gamma=0.3, adversary="histogram").pair_family()
@@ -313,10 +314,16 @@ def test_log_pmf_is_accurate_at_large_n():
 
 def test_oversized_support_is_refused_quickly():
     start = time.perf_counter()
-    with pytest.raises(ValueError, match="support points.*tail_mass"):
-        ShuffledKRR(10**4, 4, gamma=0.25, adversary="weak").pair_family()
+    # Large supports are streamed now (n = 1e4 weak, 1e8 strong are fine); absurd ones are refused at construction.
+    with pytest.raises(ValueError, match="num_users=100000000.*tail_mass.*support points.*larger tail_mass"):
+        ShuffledKRR(10**8, 4, gamma=0.25, adversary="weak")
     with pytest.raises(ValueError, match="support points"):
-        ShuffledKRR(10**8, 4, gamma=0.25, adversary="strong").pair_family()
+        ShuffledKRR(10**13, 4, gamma=0.25, adversary="strong")
+    with pytest.raises(ValueError, match="num_users"):
+        ShuffledKRR(2**63, 4, local_epsilon=1.0, adversary="strong")
+    # ... and a larger tail_mass does not get around the limit at pair_family time.
+    with pytest.raises(ValueError, match="tail_mass=1e-300 would need.*support points"):
+        ShuffledKRR(10**6, 4, gamma=0.25, adversary="weak").pair_family(tail_mass=1e-300)
     assert time.perf_counter() - start < 10.0
 
 

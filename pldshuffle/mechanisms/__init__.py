@@ -1,9 +1,39 @@
-"""Shuffle mechanisms: each builds the neighbouring pairs of one round (see :mod:`.base`)."""
+"""Shuffle mechanisms: each builds the neighbouring pairs of one round (see :mod:`.base`).
 
-from .binary_rr import ShuffledBinaryRR
-from .clones import ShuffledLDP
-from .generic import PairMechanism
-from .krr import ShuffledKRR
-from .labelled_clones import LabelledClonePair
+The mechanism classes are imported on first access (PEP 562): importing :mod:`.base` alone does not
+load every mechanism and its dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "LabelledClonePair": ".labelled_clones",
+    "PairMechanism": ".generic",
+    "ShuffledBinaryRR": ".binary_rr",
+    "ShuffledKRR": ".krr",
+    "ShuffledLDP": ".clones",
+}
 
 __all__ = ["LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .binary_rr import ShuffledBinaryRR
+    from .clones import ShuffledLDP
+    from .generic import PairMechanism
+    from .krr import ShuffledKRR
+    from .labelled_clones import LabelledClonePair
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

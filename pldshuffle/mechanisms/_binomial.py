@@ -1,27 +1,69 @@
 """Binomial log-pmfs and tail windows shared by the mechanisms.
 
 Windows are chosen by bisection on the binomial cdf/sf (not by Hoeffding's bound), so they are as narrow as
-the tolerance allows; the mass they drop is computed with Boost (``scipy.stats.binom``) and returned so
-that callers can book it (core spec §3.1).
+the tolerance allows; the mass they drop is computed with Boost (the ufuncs behind ``scipy.stats.binom``)
+and returned so that callers can book it.  ``scipy.special`` (~0.3 s to import) is imported on first use,
+not with the module; ``scipy.stats`` (~1 s) is not needed.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import NDArray
-from scipy import special, stats
+from collections.abc import Callable
+from functools import cache
 
-__all__ = ["binomial_logpmf", "binomial_window", "binomial_windows"]
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["binomial_cdf", "binomial_logpmf", "binomial_pmf", "binomial_sf", "binomial_window", "binomial_windows"]
+
+
+@cache
+def _boost() -> tuple[Callable, Callable, Callable]:
+    """Boost's binomial ``(pmf, cdf, sf)`` ufuncs -- what ``scipy.stats.binom`` evaluates -- taken from
+    ``scipy.special`` so that ``scipy.stats`` (~1 s to import) is not needed; the public
+    ``scipy.stats.binom`` methods where this SciPy does not expose them."""
+    try:
+        from scipy.special._ufuncs import _binom_cdf, _binom_pmf, _binom_sf
+    except ImportError:  # pragma: no cover - older SciPy
+        from scipy import stats
+
+        return stats.binom.pmf, stats.binom.cdf, stats.binom.sf
+    return _binom_pmf, _binom_cdf, _binom_sf
+
+
+def binomial_pmf(k: ArrayLike, trials: ArrayLike, prob: float) -> NDArray[np.float64]:
+    """``P[X = k]`` for ``X ~ Bin(trials, prob)`` by Boost (0 outside ``0..trials``)."""
+    k, trials = np.asarray(k), np.asarray(trials)
+    inside = (k >= 0) & (k <= trials)
+    return np.where(inside, _boost()[0](np.clip(k, 0, trials), trials, prob), 0.0)
+
+
+def binomial_cdf(k: ArrayLike, trials: ArrayLike, prob: float) -> NDArray[np.float64]:
+    """``P[X <= k]`` for ``X ~ Bin(trials, prob)`` by Boost (0 for ``k < 0``, 1 for ``k >= trials``)."""
+    k, trials = np.asarray(k), np.asarray(trials)
+    inner = _boost()[1](np.clip(k, 0, trials), trials, prob)
+    return np.where(k < 0, 0.0, np.where(k >= trials, 1.0, inner))
+
+
+def binomial_sf(k: ArrayLike, trials: ArrayLike, prob: float) -> NDArray[np.float64]:
+    """``P[X > k]`` for ``X ~ Bin(trials, prob)`` by Boost (1 for ``k < 0``, 0 for ``k >= trials``)."""
+    k, trials = np.asarray(k), np.asarray(trials)
+    inner = _boost()[2](np.clip(k, 0, trials), trials, prob)
+    return np.where(k < 0, 1.0, np.where(k >= trials, 0.0, inner))
 
 
 def _cdf(k: NDArray[np.int64], trials: NDArray[np.int64], prob: float) -> NDArray[np.float64]:
     """P[X <= k] by Cephes' ``bdtr`` (a fast ufunc; used only to *choose* windows, whose dropped mass is
     then computed with Boost), 0 for k < 0."""
+    from scipy import special
+
     return np.where(k < 0, 0.0, special.bdtr(np.maximum(k, 0), trials, prob))
 
 
 def _sf(k: NDArray[np.int64], trials: NDArray[np.int64], prob: float) -> NDArray[np.float64]:
     """P[X > k] by Cephes' ``bdtrc``, 0 for k >= trials."""
+    from scipy import special
+
     return np.where(k >= trials, 0.0, special.bdtrc(np.minimum(k, trials), trials, prob))
 
 
@@ -69,8 +111,8 @@ def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, in
     if prob >= 1.0:
         return trials, trials, 0.0
     lo, hi = (int(x[0]) for x in binomial_windows(np.array([trials]), prob, tail_mass))
-    dropped = (float(stats.binom.cdf(lo - 1, trials, prob)) if lo > 0 else 0.0) + (
-        float(stats.binom.sf(hi, trials, prob)) if hi < trials else 0.0
+    dropped = (float(binomial_cdf(lo - 1, trials, prob)) if lo > 0 else 0.0) + (
+        float(binomial_sf(hi, trials, prob)) if hi < trials else 0.0
     )
     return lo, hi, dropped
 
@@ -80,14 +122,17 @@ def binomial_logpmf(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob:
 
     ``scipy.stats.binom.logpmf`` goes through ``gammaln`` differences and loses accuracy with ``trials``
     (relative pmf error ~4e-10 at 1e5 trials, ~4e-9 at 1e6); ``binom.pmf`` (Boost) does not.  So take
-    ``log(pmf)``, and ``logpmf`` only where the pmf is below 1e-290 (masses that small are irrelevant).
+    ``log(pmf)``, and the ``gammaln`` form only where the pmf is below 1e-290 (masses that small are irrelevant).
     """
-    pmf = stats.binom.pmf(k, trials, prob)
+    pmf = binomial_pmf(k, trials, prob)
     with np.errstate(divide="ignore"):
         out = np.log(pmf)
-    small = pmf < 1e-290
+    k_all = np.asarray(k)
+    n_all = np.broadcast_to(trials, k_all.shape)
+    small = (pmf < 1e-290) & (k_all >= 0) & (k_all <= n_all)  # outside 0..trials the log-pmf is -inf
     if np.any(small):
-        out[small] = stats.binom.logpmf(k[small], np.broadcast_to(trials, k.shape)[small], prob)
+        from scipy.special import gammaln, xlog1py, xlogy
+
+        ks, ns = k_all[small].astype(np.float64), n_all[small].astype(np.float64)
+        out[small] = gammaln(ns + 1) - gammaln(ks + 1) - gammaln(ns - ks + 1) + xlogy(ks, prob) + xlog1py(ns - ks, -prob)
     return out
-
-

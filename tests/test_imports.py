@@ -1,0 +1,68 @@
+"""Import-time behaviour: lazy public names, heavy dependencies loaded on first use, numba cache location.
+
+Each check runs in a fresh interpreter (``sys.modules`` of the test process already holds everything).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pldshuffle as ps
+from pldshuffle import fft
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("scipy", "scipy.stats", "scipy.special", "scipy.fft", "numba", "pyfftw", "matplotlib", "dp_accounting")
+
+
+def fresh(code: str, **env: str) -> dict:
+    """Run ``code`` (which prints a JSON value) in a new interpreter at the repository root."""
+    environ = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    environ.update(env)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_loads_no_heavy_dependency():
+    loaded = fresh(f"import json, sys, pldshuffle; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    assert loaded == []
+
+
+def test_accountant_and_krr_do_not_load_numba_or_scipy_stats_until_used():
+    loaded = fresh(
+        "import json, sys, pldshuffle as ps; ps.FourierAccountant; ps.ShuffledKRR; ps.PairFamily; "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    assert loaded == []
+
+
+def test_public_names_resolve_and_are_listed():
+    for name in ps.__all__:
+        assert getattr(ps, name) is not None
+        assert name in dir(ps)
+    assert {"ShuffledKRR", "ShuffledBinaryRR", "ShuffledLDP", "FourierAccountant", "PairFamily"} <= set(ps.__all__)
+    assert ps.ShuffledKRR is ps.mechanisms.krr.ShuffledKRR and ps.bounds.BASELINES
+    with pytest.raises(AttributeError, match="no_such_name"):
+        ps.no_such_name  # noqa: B018
+
+
+def test_numba_cache_defaults_to_user_cache_dir(tmp_path):
+    env = fresh("import json, os, pldshuffle; print(json.dumps(os.environ.get('NUMBA_CACHE_DIR')))", XDG_CACHE_HOME=str(tmp_path))
+    assert env == str(tmp_path / "pldshuffle" / "numba") and (tmp_path / "pldshuffle" / "numba").is_dir()
+    mine = str(tmp_path / "mine")
+    env = fresh("import json, os, pldshuffle; print(json.dumps(os.environ.get('NUMBA_CACHE_DIR')))", NUMBA_CACHE_DIR=mine)
+    assert env == mine  # a user setting wins
+
+
+def test_pyfftw_missing_falls_back_to_scipy(monkeypatch):
+    monkeypatch.setattr(fft, "_pyfftw", lambda: None)
+    assert fft.available_backends() == ("scipy",)
+    assert fft.get_backend("auto").name == "scipy"
+    with pytest.raises(ValueError, match=r"pyfftw.*pldshuffle\[fftw\]"):
+        fft.get_backend("pyfftw")
