@@ -86,16 +86,27 @@ class Term:
 
 
 def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) -> float:
-    """Mass at ``+∞`` of the composition: ``Π T^n - Π F^n`` (T total, F finite mass), rounded outward."""
-    log_total = log_finite = 0.0
+    """Mass at ``+∞`` of the composition, ``Π T^n - Π F^n`` (T total, F finite mass), rounded outward.
+
+    Written as ``Π F^n · expm1(Σ n log1p(I/F))`` (I the infinity mass): T and F can agree to the last bit
+    (I ≈ 1e-19 next to F ≈ 1), and their difference would then cancel to nothing.
+    """
+    log_finite, log_growth, log_total = 0.0, 0.0, 0.0
     for d, n in parts:
-        total, finite = d.finite_mass + d.infinity, d.finite_mass
-        if total <= 0.0:
+        finite, infinity = d.finite_mass, d.infinity
+        if finite + infinity <= 0.0:
             return 0.0
-        log_total += n * math.log(total)
-        log_finite = log_finite + n * math.log(finite) if finite > 0.0 else -math.inf
-    value = max(0.0, math.exp(log_total) * -math.expm1(log_finite - log_total))
-    slack = 8.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts))
+        log_total += n * math.log(finite + infinity)
+        if finite > 0.0:
+            log_finite += n * math.log(finite)
+            log_growth += n * math.log1p(infinity / finite)
+        else:
+            log_finite = -math.inf
+    if log_finite == -math.inf:  # no finite part survives: everything is at +∞
+        value = math.exp(log_total)
+    else:
+        value = math.exp(log_finite) * math.expm1(log_growth)
+    slack = 16.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts))
     return min(1.0, value * (1.0 + slack)) if upper else max(0.0, value * (1.0 - slack))
 
 

@@ -87,3 +87,17 @@ def test_memory_cap_is_honoured_before_allocating():
     acc.compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 64)
     with pytest.raises(ValueError, match="max_memory_bytes"):
         acc.get_epsilon_bounds(1e-6)
+
+
+def test_tiny_infinity_mass_is_not_lost_to_cancellation():
+    """I = 3e-19 next to F = 1 - I: Π T^n - Π F^n must not cancel to 0 (a privacy bug in the upper bound)."""
+    from pldshuffle.lattice import LatticeDirection, compose_infinity
+
+    tiny = 3e-19
+    d = LatticeDirection(0, np.array([1.0 - tiny]), tiny)
+    for n in (1, 2, 50):
+        upper = compose_infinity([(d, n)], upper=True)
+        lower = compose_infinity([(d, n)], upper=False)
+        exact = n * tiny  # to first order, exact to ~1e-36 here
+        assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12) and upper <= exact * (1 + 1e-12)
+    assert compose_infinity([(LatticeDirection(0, np.zeros(1), 0.5), 3)], upper=True) >= 0.125
