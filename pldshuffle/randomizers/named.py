@@ -161,7 +161,7 @@ class RAPPOR(Randomizer):
         f = 1.0 / (math.exp(self.local_epsilon / 2.0) + 1.0)
         ones = _bits(d)  # (outputs, d)
         match = ones[None, :, :] == np.eye(d, dtype=bool)[:, None, :]  # (inputs, outputs, d)
-        return np.prod(np.where(match, 1.0 - f, f), axis=2)
+        return np.asarray(np.prod(np.where(match, 1.0 - f, f), axis=2), dtype=np.float64)
 
     def clone_constants(self) -> tuple[CloneConstants, ...]:
         return _constants(self.local_epsilon, self.domain_size == 2)
@@ -203,7 +203,7 @@ class OUE(Randomizer):
         ones = _bits(d)
         own = np.eye(d, dtype=bool)[:, None, :]  # (inputs, 1, d)
         bit_one = np.where(own, 0.5, q)
-        return np.prod(np.where(ones[None, :, :], bit_one, 1.0 - bit_one), axis=2)
+        return np.asarray(np.prod(np.where(ones[None, :, :], bit_one, 1.0 - bit_one), axis=2), dtype=np.float64)
 
     def clone_constants(self) -> tuple[CloneConstants, ...]:
         return _constants(self.local_epsilon, self.domain_size == 2)
@@ -288,14 +288,14 @@ class LocalHashing(Randomizer):
 
     def _output_count(self) -> int:
         d, ell = self.domain_size, self.hash_range
-        return ell ** min(d, 64) * ell
+        return int(ell ** min(d, 64) * ell)
 
     def _matrix(self) -> NDArray[np.float64]:
         d, ell, e = self.domain_size, self.hash_range, math.exp(self.local_epsilon)
         hashes = np.array(list(itertools.product(range(ell), repeat=d)))  # (l^d, d): H(x) = hashes[h, x]
         hit = hashes.T[:, :, None] == np.arange(ell)[None, None, :]  # (inputs, hashes, values)
         law = np.where(hit, e, 1.0) / ((e + ell - 1.0) * hashes.shape[0])
-        return law.reshape(d, -1)
+        return np.asarray(law.reshape(d, -1), dtype=np.float64)
 
     def clone_constants(self) -> tuple[CloneConstants, ...]:
         return _constants(self.local_epsilon, self.domain_size == 2)

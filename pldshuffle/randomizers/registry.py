@@ -36,7 +36,7 @@ def _load_matrix(value: Any) -> np.ndarray:
         return np.asarray(value, dtype=np.float64)
     try:
         if value.endswith(".npy"):
-            return np.load(value)
+            return np.asarray(np.load(value), dtype=np.float64)
         if value.endswith(".csv"):
             return np.loadtxt(value, delimiter=",", ndmin=2)
         with open(value, encoding="utf-8") as handle:
