@@ -101,3 +101,41 @@ def test_tiny_infinity_mass_is_not_lost_to_cancellation():
         exact = n * tiny  # to first order, exact to ~1e-36 here
         assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12) and upper <= exact * (1 + 1e-12)
     assert compose_infinity([(LatticeDirection(0, np.zeros(1), 0.5), 3)], upper=True) >= 0.125
+
+
+@pytest.mark.parametrize("rounds", [24, 80])
+def test_tiny_delta_against_high_precision_exact_composition(rounds):
+    """δ = 1e-12 .. 1e-15 on a composed asymmetric pair: exact rational composition, mpmath evaluation."""
+    mpmath = pytest.importorskip("mpmath")
+    from fractions import Fraction
+
+    mpmath.mp.dps = 50
+    p = [Fraction(5, 10), Fraction(3, 10), Fraction(2, 10)]
+    q = [Fraction(2, 10), Fraction(3, 10), Fraction(5, 10)]
+    pair = {i: (a, b) for i, (a, b) in enumerate(zip(p, q))}
+    pld = ref.composed_pld([pair] * rounds)  # exact: Fractions, merged by likelihood ratio
+
+    def delta(eps):
+        out = mpmath.mpf(0)
+        for forward in (True, False):
+            total = mpmath.mpf(0)
+            for ratio, (a, b) in pld.items():
+                num, den = (a, b) if forward else (b, a)
+                if num == 0:
+                    continue
+                loss = mpmath.log(mpmath.mpf(num.numerator) / num.denominator) - mpmath.log(mpmath.mpf(den.numerator) / den.denominator)
+                if loss > eps:
+                    total += mpmath.mpf(num.numerator) / num.denominator * (1 - mpmath.exp(eps - loss))
+            out = max(out, total)
+        return out
+
+    mech = ps.PairMechanism.from_probability_mass_functions([float(x) for x in p], [float(x) for x in q])
+    acc = ps.FourierAccountant().compose(mech, rounds)
+    for target in (1e-12, 1e-15):
+        b = acc.get_epsilon_bounds(target)
+        assert delta(mpmath.mpf(b.upper)) <= target  # the upper end is a guarantee
+        if b.lower > 0:
+            assert delta(mpmath.mpf(b.lower)) > target  # the lower end is below the exact ε
+        assert b.relative_gap <= (1e-3 if rounds <= 64 else 2e-3)  # the documented targets
+        lo, up = acc.get_delta_bounds(np.array([b.lower, b.upper]))
+        assert lo[1] <= delta(mpmath.mpf(b.upper)) <= up[1]

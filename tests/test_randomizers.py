@@ -315,6 +315,8 @@ def test_property_closed_forms_match_matrix(family, d, k, eps0):
     assert finite.local_epsilon == pytest.approx(rand.local_epsilon, rel=1e-9)
     assert finite.total_variation() == pytest.approx(rand.total_variation(), rel=1e-9)
     (closed,) = rand.clone_constants()
-    (member,) = finite.clone_constants()
-    assert member.ratio == pytest.approx(closed.ratio, rel=1e-9)
-    assert member.clone_probability == pytest.approx(closed.clone_probability, rel=1e-9)
+    # Floating-point noise can split the matrix computation into near-identical victim pairs: their
+    # worst constants must equal the closed form.
+    members = finite.clone_constants()
+    assert max(m.ratio for m in members) == pytest.approx(closed.ratio, rel=1e-9)
+    assert min(m.clone_probability for m in members) == pytest.approx(closed.clone_probability, rel=1e-9)
