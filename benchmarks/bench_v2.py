@@ -1,0 +1,146 @@
+"""Targets of the certified core v2: precision at tiny δ, many rounds, scale, whole-process time.
+
+Each case runs in a fresh Python process (``python -c``) so its peak RSS (``ru_maxrss``) and its
+whole-process time (import + query, numba cache warm) are measured honestly; the query time is measured
+inside that process.  dp-accounting is measured side by side on the same pair where a peer exists.
+
+Run: ``python -m benchmarks.bench_v2 [--quick]`` (JSON to ``benchmarks/results/v2.json``), or as part of
+``python -m benchmarks all``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ._common import error_row, log, make_row, write_json
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "v2.json"
+
+_CHILD = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+import pldshuffle as ps
+t_import = time.perf_counter() - t0
+{setup}
+t1 = time.perf_counter()
+out = {{}}
+for delta in {deltas}:
+    b = acc.get_epsilon_bounds(delta)
+    out[repr(delta)] = (b.lower, b.upper)
+t_query = time.perf_counter() - t1
+print(json.dumps({{"import": t_import, "query": t_query, "total": time.perf_counter() - t0,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "bounds": out}}))
+"""
+
+_DP_CHILD = """
+import json, math, resource, time
+t0 = time.perf_counter()
+import numpy as np
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+import pldshuffle as ps
+from pldshuffle.interop import to_log_pmfs
+pair = {pair}
+log_q, log_p = to_log_pmfs(pair.forward)
+t1 = time.perf_counter()
+pld = pld_lib.from_two_probability_mass_functions(log_q, log_p, pessimistic_estimate=True,
+                                                  value_discretization_interval={dx}).self_compose({rounds})
+eps = pld.get_epsilon_for_delta({delta})
+t_query = time.perf_counter() - t1
+print(json.dumps({{"query": t_query, "total": time.perf_counter() - t0, "value": eps,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _child(code: str, timeout: float) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+#: (case, setup code defining ``acc``, δ's, parameters)
+_CASES = [
+    ("krr_strong_64_rounds_all_deltas", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 64)",
+     (1e-2, 1e-6, 1e-10, 1e-12, 1e-15), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 64}),
+    ("krr_strong_1024_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 1024)",
+     (1e-6, 1e-12), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 1024}),
+    ("krr_strong_1e5_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 100000)",
+     (1e-6,), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 100000}),
+    ("clones_fmt20_1e6_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**6, 4.0, reduction='fmt20'), 64)",
+     (1e-6, 1e-12), {"n": 10**6, "local_epsilon": 4.0, "rounds": 64}),
+    ("2rr_worst_1e4_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**4, 2.0), 64)",
+     (1e-6, 1e-12), {"n": 10**4, "local_epsilon": 2.0, "rounds": 64}),
+    ("2rr_worst_1e6_year", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**6, 2.0), 365)",
+     (1e-8,), {"n": 10**6, "local_epsilon": 2.0, "rounds": 365}),
+    ("2rr_worst_1e7_one_round", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**7, 1.0))",
+     (1e-8,), {"n": 10**7, "local_epsilon": 1.0, "rounds": 1}),
+    ("krr_strong_1e7_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**7, 4, local_epsilon=2.0, adversary='strong'), 64)",
+     (1e-6,), {"n": 10**7, "k": 4, "local_epsilon": 2.0, "rounds": 64}),
+]
+_QUICK = {"krr_strong_64_rounds_all_deltas", "krr_strong_1024_rounds", "2rr_worst_1e4_64_rounds"}
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Entry point for ``python -m benchmarks all``."""
+    rows: list[dict[str, Any]] = []
+    for case, setup, deltas, params in _CASES:
+        if quick and case not in _QUICK:
+            continue
+        log(f"v2 {case}")
+        try:
+            _child("import pldshuffle as ps\n" + setup + "\nacc.get_epsilon_bounds(0.5)", 900)  # warm the numba cache
+            result = _child(_CHILD.format(setup=setup, deltas=repr(list(deltas))), 900)
+        except Exception as exc:  # noqa: BLE001 - recorded as an error row
+            rows.append(error_row(case, "pldshuffle", params, exc))
+            continue
+        for delta, (lower, upper) in result["bounds"].items():
+            rows.append(make_row(
+                case, "pldshuffle", {**params, "delta": float(delta)}, value=upper, lower=lower, upper=upper,
+                seconds=result["query"], peak_memory_mb=result["rss_mb"],
+                extra={"import_seconds": result["import"], "process_seconds": result["total"]},
+            ))
+    rows.extend(_dp_accounting_rows(quick))
+    return {"rows": rows, "comparisons": [], "meta": {"suite": "v2", "quick": quick}}
+
+
+def _dp_accounting_rows(quick: bool) -> list[dict[str, Any]]:
+    """dp-accounting on the strong kRR pair (n=1000, k=4, γ=0.25) at Δx = 1e-4, whole process and query."""
+    rows = []
+    pair = "ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong').pair_family().upper[0]"
+    for rounds in (64,) if quick else (64, 1024):
+        params = {"n": 1000, "k": 4, "gamma": 0.25, "rounds": rounds, "delta": 1e-6, "value_discretization_interval": 1e-4}
+        try:
+            result = _child(_DP_CHILD.format(pair=pair, dx=1e-4, rounds=rounds, delta=1e-6), 900)
+        except Exception as exc:  # noqa: BLE001
+            rows.append(error_row(f"krr_strong_{rounds}_rounds_dp_accounting", "dp-accounting", params, exc))
+            continue
+        rows.append(make_row(f"krr_strong_{rounds}_rounds_dp_accounting", "dp-accounting", params, value=result["value"],
+                             seconds=result["query"], peak_memory_mb=result["rss_mb"],
+                             notes="pessimistic estimate, no certified lower end",
+                             extra={"process_seconds": result["total"]}))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the three fast cases only")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output file (default: %(default)s)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    result = run(args.quick)
+    write_json(args.out, result)
+    for row in result["rows"]:
+        log(json.dumps({k: row.get(k) for k in ("case", "system", "parameters", "lower", "upper", "relative_gap", "seconds",
+                                                 "peak_memory_mb", "extra")}))
+    log(f"done in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
