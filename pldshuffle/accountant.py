@@ -160,7 +160,9 @@ class FourierAccountant:
         for (mechanism, same_data), count in self._ledger.items():
             self._report(f"building {mechanism.describe()} on a lattice of spacing {spacing:.3g}")
             family = self._family(mechanism)
-            term = family_term(family, spacing, count, same_data=same_data, options=options)
+            # The branch and bound over datasets works to the requested relative gap (1e-3 by default).
+            tolerance = self.relative_gap_target or 1e-3
+            term = family_term(family, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
             caveats = family.caveats + (
                 (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()
             )

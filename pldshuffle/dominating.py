@@ -131,6 +131,7 @@ def family_term(
     *,
     same_data: bool = False,
     options: dict | None = None,
+    tolerance: float = _CELL_TOLERANCE,
 ) -> Term:
     """The certified term of ``count`` rounds of a mechanism given by its pair family.
 
@@ -147,13 +148,13 @@ def family_term(
         return Term(up, lows, count, (pair,), tuple(family.lower))
     if same_data and count > 1:
         lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
-        kept, witnesses = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS)
+        kept, witnesses = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance)
         up = _envelope_of(kept, lattice)
         # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
         lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
         return Term((up,), lows, 1, lower_count=count)
     lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
-    kept, witnesses = _cover(family, lattice)
+    kept, witnesses = _cover(family, lattice, tolerance=tolerance)
     up = _envelope_of(kept, lattice)
     lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
     # One round is also answered off the lattice: every member is dominated by a kept pair.
@@ -165,7 +166,7 @@ def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDire
 
 
 def _cover(
-    family: PairFamily, lattice: _Lattice, *, max_cells: int = _MAX_CELLS
+    family: PairFamily, lattice: _Lattice, *, max_cells: int = _MAX_CELLS, tolerance: float = _CELL_TOLERANCE
 ) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...]]:
     """Dominating pairs covering every member, and up to two realisable witnesses (branch and bound)."""
     cells = list(family.cells) if family.cells is not None else [
@@ -197,7 +198,7 @@ def _cover(
             excess = (up[material] - best[material]) / np.maximum(best[material], _FLOOR)
             scores.append(-math.inf if id(c) in final or not excess.size else float(excess.max()))
         index = int(np.argmax(scores))
-        if scores[index] <= _CELL_TOLERANCE:
+        if scores[index] <= tolerance:
             break
         children = active[index][0].split()
         if children:
