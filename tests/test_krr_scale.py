@@ -17,7 +17,8 @@ from scipy.special import gammaln
 
 import reference as ref
 import pldshuffle as ps
-import pldshuffle.mechanisms.krr as krr
+import pldshuffle.mechanisms._krr_histogram as krr_histogram
+import pldshuffle.mechanisms._krr_support as krr_support
 from pldshuffle.mechanisms import ShuffledKRR
 
 EPSILONS = np.array([0.0, 0.01, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0, 1.5, 2.5])
@@ -41,15 +42,17 @@ def raw_delta(dist, eps: float, rounds: int = 1, *, upper: bool) -> float:
 def streamed_family(mechanism: ShuffledKRR, monkeypatch, bins: int = 2**16):
     """The mechanism's family with streaming forced (exact limit 0) on a lattice of ``bins`` cells."""
     with monkeypatch.context() as m:
-        m.setattr(krr, "EXACT_SUPPORT_LIMIT", 0)
-        m.setattr(krr, "STREAM_GRID_BINS", bins)
+        for module in (krr_support, krr_histogram):  # where the limits are read
+            m.setattr(module, "EXACT_SUPPORT_LIMIT", 0)
+            m.setattr(module, "STREAM_GRID_BINS", bins)
         return mechanism.pair_family()
 
 
 def exact_family(mechanism: ShuffledKRR, monkeypatch):
     """The mechanism's family with the exact pair whatever its support size (up to 10^7 points)."""
     with monkeypatch.context() as m:
-        m.setattr(krr, "EXACT_SUPPORT_LIMIT", 10**7)
+        for module in (krr_support, krr_histogram):
+            m.setattr(module, "EXACT_SUPPORT_LIMIT", 10**7)
         return mechanism.pair_family()
 
 
@@ -191,7 +194,7 @@ def test_common_value_pair_against_brute_force(n, gamma):
 
 
 def test_common_value_pair_streamed_brackets_exact():
-    from pldshuffle.mechanisms.krr import _common_value_pairs
+    from pldshuffle.mechanisms._krr_histogram import common_value_pairs as _common_value_pairs
 
     args = (400, 4, 1.5, 3 * (4 / (math.exp(1.5) + 3)) / 4, 1e-18, "ctx", "advice")
     exact_lower, exact_upper = _common_value_pairs(*args)
@@ -216,11 +219,11 @@ def test_merged_outer_blocks_bracket_the_exact_pair(adversary, n, k, gamma, tole
     mechanism = ShuffledKRR(n, k, gamma=gamma, adversary=adversary)
     exact_dir = exact_family(mechanism, monkeypatch).upper[0].forward
     calls = []
-    merge = krr._merge_outer
-    monkeypatch.setattr(krr, "_merge_outer", lambda *a: calls.append(1) or merge(*a))
-    monkeypatch.setattr(krr, "MERGE_TOLERANCE", tolerance)
+    merge = krr_support._merge_outer
+    monkeypatch.setattr(krr_support, "_merge_outer", lambda *a: calls.append(1) or merge(*a))
+    monkeypatch.setattr(krr_support, "MERGE_TOLERANCE", tolerance)
     if chunk is not None:
-        monkeypatch.setattr(krr, "_CHUNK_PAIRS", chunk)
+        monkeypatch.setattr(krr_support, "_CHUNK_PAIRS", chunk)
     streamed = streamed_family(mechanism, monkeypatch, bins=4096 if rounds == 1 else 256)
     assert len(calls) >= (2 if chunk else 1)  # the blocks were merged (chunk by chunk)
     low_dir, up_dir = streamed.lower[0].forward, streamed.upper[0].forward

@@ -1,0 +1,361 @@
+"""Supports of the shuffled kRR pairs: tilted trinomial windows, exact or streamed onto a loss lattice.
+
+The mathematics of the pairs is in :mod:`pldshuffle.mechanisms.krr` (and ``docs/mathematics.md#pairs``);
+this module builds their truncated supports.  Supports up to :data:`EXACT_SUPPORT_LIMIT` points are kept
+exactly; larger ones are streamed by numba onto :data:`STREAM_GRID_BINS` lattice cells into strict
+upper (split, mass and e^{-loss} moment preserved) and lower (merged: a post-processing) pairs, never
+stored point by point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._kernels import fill_tilted_points, num_threads, stream_tilted_points
+from ..pld import LossDistribution
+from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
+from ._lattice import lattice_distributions
+
+__all__ = [
+    "ESTIMATE_LIMIT",
+    "EXACT_SUPPORT_LIMIT",
+    "MAX_PAIRS",
+    "MAX_SUPPORT_POINTS",
+    "MERGE_TOLERANCE",
+    "STREAM_GRID_BINS",
+    "refusal",
+    "tilted_trinomial_support",
+    "tilted_windows",
+    "with_zero_atom",
+]
+
+#: Largest truncated support kept exactly (a sorted array of losses); larger ones are streamed onto a
+#: loss lattice (strict lower and upper pairs, never stored point by point).
+EXACT_SUPPORT_LIMIT = 2**18
+#: Lattice cells across the loss range of a streamed pair (relative ε error ~1e-8, second order).
+STREAM_GRID_BINS = 2**16
+#: Relative spread of the tilt ratio within a block of the outer coordinate merged when streaming
+#: (``_merge_outer``): fewer points by the block size, at a relative loss spread of about this much
+#: (weak n=1e4, 10 rounds: ε bounds move by ~3e-6 relative, the accountant's own gap is ~5e-4).
+MERGE_TOLERANCE = 1e-2
+#: Largest support streamed; larger requests are refused up front (~10-20 ns per point: ~1 h at the limit).
+MAX_SUPPORT_POINTS = 200_000_000_000
+#: Requests whose :meth:`ShuffledKRR.support_estimate` exceeds this are refused before any work (the
+#: estimate over-counts by about 2; the exact count is checked against MAX_SUPPORT_POINTS later).
+ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
+#: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk.
+_CHUNK_PAIRS = 2_000_000
+#: Largest number of cells ``(u, c)`` (each a window of x values) held at once when the outer coordinate
+#: cannot be merged; the per-cell arrays take ~100 bytes each.
+MAX_PAIRS = 20_000_000
+
+def with_zero_atom(dist: LossDistribution, weight: float, atom: float) -> LossDistribution:
+    """``weight · dist`` plus an atom of mass ``atom`` at loss 0 (the strong adversary's γ atom)."""
+    return LossDistribution(
+        np.append(dist.losses, 0.0),
+        np.append(weight * dist.masses, atom),
+        infinity_mass=weight * dist.infinity_mass,
+        truncated_mass=weight * dist.truncated_mass,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared builder
+# ---------------------------------------------------------------------------------------------
+
+
+def tilted_windows(
+    trials: NDArray[np.int64], prob: float, tail_mass: float | NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    r"""Windows for ``z ~ Bin(N, π)`` under an affine tilt, and the exact masses they drop.
+
+    With ``Z' ~ Bin(N-1, π)`` and its central window ``[lo', hi']`` (tail ``tail_mass``), the window is
+    ``[lo', hi' + 1]``; it drops at most ``tail_mass`` of both ``Bin(N, π) = Z' + Bern(π)`` and ``1 + Z'``.
+    A tilt affine in ``z`` is ``t(z) = t0 (N-z)/N + t1 z/N`` and, by ``z Bin(N,π)(z) = Nπ Bin(N-1,π)(z-1)``,
+
+    .. math:: \sum_{z \notin W} \mathrm{Bin}(N,π)(z)\, t(z) = t_0\, q_0 + t_1\, q_1,\quad
+              q_0 = (1-π) P[Z' \notin W],\ q_1 = π P[Z' \notin W - 1],
+
+    which is at most ``tail_mass · E[t(z)]``.  Returns ``(lo, hi, q0, q1)`` (``q0 + q1`` is the untilted
+    dropped mass); ``N = 0`` gives ``[0, 0]`` and nothing dropped.
+    """
+    trials = np.asarray(trials, dtype=np.int64)
+    m = np.maximum(trials - 1, 0)
+    lo, hi = binomial_windows(m, prob, tail_mass)
+    positive = trials > 0
+    hi = np.where(positive, hi + 1, 0)
+    lo = np.where(positive, lo, 0)
+    q0 = np.where(positive, (1.0 - prob) * (binomial_cdf(lo - 1, m, prob) + binomial_sf(hi, m, prob)), 0.0)
+    q1 = np.where(positive, prob * (binomial_cdf(lo - 2, m, prob) + binomial_sf(hi - 1, m, prob)), 0.0)
+    return lo, hi, q0, q1
+
+
+def tilted_trinomial_support(
+    *,
+    outer_trials: int,
+    outer_prob: float,
+    inner_trials: Callable[[NDArray[np.int64]], NDArray[np.int64]],
+    inner_prob: float,
+    log_tilt: Callable[[NDArray[np.int64]], tuple[NDArray[np.float64], NDArray[np.float64]]],
+    tail_mass: float,
+    context: str,
+    advice: str,
+    max_exact_support: int | None = None,
+    bins: int | None = None,
+) -> tuple[LossDistribution, LossDistribution]:
+    """``(lower, upper)`` loss distributions of ``P/Q`` for ``P = base · f_u(x)``, ``Q = base · f_u(c - x)``
+    (module docstring): the same object, the exact truncated PLD, when the truncated support has at most
+    ``max_exact_support`` points (default :data:`EXACT_SUPPORT_LIMIT`); otherwise the support streamed
+    onto a lattice of ``bins`` cells (default :data:`STREAM_GRID_BINS`) across
+    its loss range (:mod:`._lattice`: a strict lower and a strict upper bound, errors second order in the
+    cell width).
+
+    Base law: ``u ~ Bin(outer_trials, outer_prob)``, ``c | u ~ Bin(inner_trials(u), inner_prob)``,
+    ``x | c ~ Bin(c, 1/2)``.  Tilt ``f_u(z) = A(u) + B(u) z`` given as ``(log A, log B) = log_tilt(u)``;
+    it must satisfy ``E[f] = 1`` (P is a probability law) and ``E[f | u]`` must be affine in ``u`` (true
+    for the kRR pairs), which makes the dropped mass of every level exactly computable
+    (:func:`tilted_windows`).  Loss ``log f_u(x) - log f_u(c-x) = log((A/B + x) / (A/B + c - x))``
+    (``+inf`` where ``f_u(c-x) = 0``).
+
+    Truncation budget.  ``u`` drops at most ``tail_mass`` of P.  The window of ``c`` given ``u`` may
+    drop ``tail_mass / (U · P(u))`` of the conditional law (U outer values), and that of ``x`` given
+    ``(u, c)`` ``tail_mass / (K · P(u, c))`` (K pairs ``(u, c)``, rounded down to ``tail_mass · 2^j`` so
+    that windows are shared), so each coordinate again drops at most ``tail_mass`` of P in total.  This
+    keeps the points above a level of the joint mass (an ellipsoid rather than a box: ~40% fewer points
+    than equal conditional tails for the same dropped mass).
+
+    ``context`` and ``advice`` name the request and what to change in the message refusing a support
+    larger than :data:`MAX_SUPPORT_POINTS` (raised before the per-point work starts, and before the K
+    per-pair arrays are built when K alone exceeds :data:`MAX_PAIRS`).
+
+    Cost: the windows take O(log n) vectorised scipy calls over U, K' ≤ K and C entries, the log-pmf
+    tables O(K + C·Wx) entries.  Exact (S ≤ ``max_exact_support``): the S kept points in O(S) in a
+    compiled loop plus an O(S log S) sort, memory O(S).  Streamed: O(S) time (~10-20 ns per point,
+    parallel over ranges of pairs), memory O(K + bins·threads), S never stored.
+    """
+    max_exact_support = EXACT_SUPPORT_LIMIT if max_exact_support is None else max_exact_support
+    bins = STREAM_GRID_BINS if bins is None else bins
+    log_tail = math.log(tail_mass)
+    with np.errstate(divide="ignore", over="ignore"):
+        # Level u (degenerate when outer_trials == 0).
+        if outer_trials > 0:
+            lo, hi, q0, q1 = tilted_windows(np.array([outer_trials]), outer_prob, tail_mass)
+            u = np.arange(lo[0], hi[0] + 1, dtype=np.int64)
+            log_pu = binomial_logpmf(u, outer_trials, outer_prob)
+            ends = np.array([0, outer_trials], dtype=np.int64)
+            end_a, end_b = log_tilt(ends)  # E[f | u] = A + B N1 π1/2 at u = 0 and u = N0 (affine in u)
+            log_t = np.logaddexp(end_a, end_b + np.log(inner_trials(ends) * (inner_prob / 2.0)))
+            dropped = float(np.sum(np.exp(log_t + np.log(np.concatenate([q0, q1])))))
+        else:
+            u = np.zeros(1, dtype=np.int64)
+            log_pu = np.zeros(1)
+            dropped = 0.0
+        log_a, log_b = (np.broadcast_to(np.asarray(v, dtype=np.float64), u.shape) for v in log_tilt(u))
+        n1 = np.asarray(inner_trials(u), dtype=np.int64)
+
+        # Level c | u: tilt A + B c/2 (endpoints A and A + B N1/2), P(u) = p(u) (A + B N1 π1/2).
+        log_p_u = log_pu + np.logaddexp(log_a, log_b + np.log(n1 * (inner_prob / 2.0)))
+        c_tail = np.minimum(np.exp(log_tail - log_p_u - math.log(u.size)), 1.0)
+        c_lo, c_hi, qc0, qc1 = tilted_windows(n1, inner_prob, c_tail)
+        log_t1 = np.logaddexp(log_a, log_b + np.log(n1 / 2.0))
+        dropped += float(np.sum(np.exp(log_pu + log_a + np.log(qc0)) + np.exp(log_pu + log_t1 + np.log(qc1))))
+        c_width = c_hi - c_lo + 1
+        pairs = int(c_width.sum())
+        ratio = np.exp(log_a - log_b)  # A/B (0 when A = 0, inf when B = 0)
+        blocks = None  # merge blocks of u (streaming only), when the ratios allow and blocks hold >= 4 values
+        if ratio.size > 1 and np.all(np.isfinite(ratio) & (ratio > 0)):
+            blocks = np.floor(np.log(ratio) / math.log1p(MERGE_TOLERANCE)).astype(np.int64)
+            if 4 * (int(blocks.max() - blocks.min()) + 1) > ratio.size:
+                blocks = None
+        if pairs > MAX_PAIRS and blocks is None:  # checked before the per-pair arrays are built
+            need = f"{pairs:,} cells (u, c), each a window of x values"
+            raise ValueError(refusal(context, need, tail_mass, advice, f"{MAX_PAIRS:,} cells"))
+
+    def layout(first: int, stop: int) -> tuple:
+        """Pairs ``(u, c)`` of outer indices ``first .. stop-1``: ``(pair_u, pair_c, log_w, x_lo, x_hi, dropped)``."""
+        with np.errstate(divide="ignore", over="ignore"):
+            width = c_width[first:stop]
+            count = int(width.sum())
+            # Pairs (u, c): base p(u, c), P(u, c) = p(u, c)(A + B c/2).
+            pair_u = np.repeat(np.arange(first, stop), width)
+            pair_c = c_lo[pair_u] + np.arange(count) - np.repeat(np.cumsum(width) - width, width)
+            log_w = log_pu[pair_u] + binomial_logpmf(pair_c, n1[pair_u], inner_prob)
+            pa, pb, log_c = log_a[pair_u], log_b[pair_u], np.log(pair_c.astype(np.float64))
+            log_p_uc = log_w + np.logaddexp(pa, pb + log_c - math.log(2.0))
+
+            # Level x | (u, c): budget tail/(K P(u, c)) (K = all pairs) rounded down to tail·2^j; windows per distinct (c, j).
+            j = np.floor(-(log_p_uc + math.log(pairs)) / math.log(2.0))  # +inf where P(u, c) = 0
+            j = np.minimum(j, math.floor(-log_tail / math.log(2.0))).astype(np.int64)  # budget <= 1
+            j_min = int(j.min())
+            spread = int(j.max()) - j_min + 1
+            rows, row_of_pair = np.unique(pair_c * spread + (j - j_min), return_inverse=True)
+            row_c = rows // spread
+            r_lo, r_hi, qx0, qx1 = tilted_windows(row_c, 0.5, np.exp(log_tail + (rows % spread + j_min) * math.log(2.0)))
+            log_t1 = np.logaddexp(pa, pb + log_c)
+            lost = float(
+                np.sum(np.exp(log_w + pa + np.log(qx0[row_of_pair])) + np.exp(log_w + log_t1 + np.log(qx1[row_of_pair])))
+            )
+        return pair_u, pair_c, log_w, r_lo[row_of_pair], r_hi[row_of_pair], lost
+
+    if blocks is not None and pairs > _CHUNK_PAIRS:
+        # Too many pairs to hold at once: lay out and merge chunks of u, combining the merged outcomes of
+        # a block that spans chunks; only the merged outcomes are kept.
+        ends = np.searchsorted(np.cumsum(c_width), np.arange(1, -(-pairs // _CHUNK_PAIRS) + 1) * _CHUNK_PAIRS, side="left")
+        bounds = [0, *sorted({min(int(e) + 1, u.size) for e in ends})]
+        parts, total = [], 0
+        for first, stop in zip(bounds[:-1], bounds[1:]):
+            pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(first, stop)
+            dropped += lost
+            total += int((x_hi - x_lo + 1).sum())
+            if total > MAX_SUPPORT_POINTS:
+                raise ValueError(refusal(context, f"more than {total:,} support points", tail_mass, advice))
+            parts.append(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
+            parts = [_group(*(np.concatenate(column) for column in zip(*parts)))]  # blocks spanning chunks
+        merged = _merged_kernel_args(*parts[0])
+        return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins)
+
+    pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(0, u.size)
+    dropped += lost
+    x_width = x_hi - x_lo + 1
+    total = int(x_width.sum())
+    if total > MAX_SUPPORT_POINTS:
+        raise ValueError(refusal(context, f"{total:,} support points", tail_mass, advice))
+    # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
+    truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
+    if total > max_exact_support and blocks is not None:
+        merged = _merged_kernel_args(*_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
+        return _streamed(merged, truncated, bins)
+    # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
+    # kernels walk outwards from it by exact ratios.
+    log_wa = log_w + _anchor_logpmf(pair_c, x_lo, x_hi)
+    if total > max_exact_support:
+        rp = ratio[pair_u]
+        return _streamed((pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp), truncated, bins)
+    losses = np.empty(total)
+    masses = np.empty(total)
+    fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
+    # Nearly sorted input makes the stable sort inside LossDistribution cheap; the infinite losses
+    # (Q = 0) end up last.
+    order = _nearly_sorting_permutation(losses)
+    losses, masses = losses[order], masses[order]
+    cut = int(np.searchsorted(losses, np.inf))
+    # Rounding of the log-space masses (relative ~1e-13 at worst) can push a sure atom a hair above 1.
+    exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated)
+    return exact, exact
+
+
+def _anchor_logpmf(pair_c: NDArray[np.int64], x_lo: NDArray[np.int64], x_hi: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``log Bin(c, 1/2)(ceil(c/2))`` per pair: the anchor from which the kernels walk by exact ratios.
+
+    Every x window contains its anchor (windows are central); one Boost evaluation per distinct ``c``.
+    """
+    cs, slot = np.unique(pair_c, return_inverse=True)
+    anchor = (pair_c + 1) // 2
+    if np.any((anchor < x_lo) | (anchor > x_hi)):  # cannot happen: windows are central
+        raise RuntimeError("internal error: an x window misses its anchor ceil(c/2)")
+    return binomial_logpmf((cs + 1) // 2, cs, 0.5)[slot]
+
+
+def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
+    """Merge pairs ``(u, c)`` over blocks of ``u`` into outcomes ``(block, c)`` (one chunk of pairs).
+
+    ``blocks[u]`` groups tilt ratios ``r = A/B`` that agree within a factor ``1 + MERGE_TOLERANCE``
+    (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The outcomes ``(u, c, x)``, ``u`` in
+    a block, become one outcome ``(block, c, x)`` with ``P = Bin(c,1/2)(x)(α + βx)``,
+    ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``, ``β = Σ_u p(u,c) B(u)`` (a
+    post-processing: the analyst forgets ``u`` within its block), over the union of the members' x
+    windows (points also counted as dropped are then counted twice: at most ``tail_mass`` more mass,
+    which only raises the upper bound and is a real sub-measure for the lower).  Its loss and the
+    members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
+    (:func:`~pldshuffle._kernels.stream_tilted_points` uses them for the upper bound).  The loss varies
+    by a relative ~``MERGE_TOLERANCE`` within a block, and the number of points drops by the block size.
+
+    Returns ``(block, c, α, β, x_lo, x_hi, r_lo, r_hi)`` per merged outcome; chunks of the same block
+    combine with :func:`_group`, and :func:`_merged_kernel_args` turns the result into kernel arguments.
+    O(K log K) for K pairs.
+    """
+    r = ratio[pair_u]
+    return _group(blocks[pair_u], pair_c, np.exp(log_w + log_a[pair_u]), np.exp(log_w + log_b[pair_u]), x_lo, x_hi, r, r)
+
+
+def _merged_kernel_args(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
+    """Kernel arguments ``(c, log_wa, x_lo, x_hi, log α, log β, α/β, r_lo, r_hi)`` of merged outcomes."""
+    with np.errstate(divide="ignore"):
+        log_alpha, log_beta = np.log(alpha), np.log(beta)
+    return c, _anchor_logpmf(c, x_lo, x_hi), x_lo, x_hi, log_alpha, log_beta, alpha / beta, r_lo, r_hi
+
+
+def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
+    """Combine entries with equal ``(block, c)``: sum α and β, union the x windows and the ratio intervals."""
+    order = np.lexsort((c, block))
+    block, c = block[order], c[order]
+    first = np.flatnonzero(np.concatenate([[True], (block[1:] != block[:-1]) | (c[1:] != c[:-1])]))
+    return (
+        block[first], c[first],
+        np.add.reduceat(alpha[order], first), np.add.reduceat(beta[order], first),
+        np.minimum.reduceat(x_lo[order], first), np.maximum.reduceat(x_hi[order], first),
+        np.minimum.reduceat(r_lo[order], first), np.maximum.reduceat(r_hi[order], first),
+    )
+
+
+def _streamed(kernel_args: tuple, truncated: float, bins: int) -> tuple[LossDistribution, LossDistribution]:
+    """Stream the kept points onto a lattice of ``bins`` cells over their loss range; ``(lower, upper)``.
+
+    ``kernel_args`` are those of :func:`~pldshuffle._kernels.stream_tilted_points` (pairs with their own
+    tilt and ratio interval).  The loss range comes from the window ends (the loss
+    ``log((r + x)/(r + c - x))`` increases in ``x`` and is monotone in ``r``), at ``r_lo``, ``r`` and
+    ``r_hi``, widened by one cell on both sides.  O(S) time, O(K + bins·threads) memory.
+    """
+    pair_c, _, x_lo, x_hi, _, _, ratio, r_lo, r_hi = kernel_args
+    ends = []
+    for r in (r_lo, ratio, r_hi):
+        for x, step in ((x_lo, 1), (x_hi, -1)):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                end = np.where(np.isinf(r), 0.0, np.log((r + x) / (r + pair_c - x)))
+                # A point with P = 0 (r + x = 0) or Q = 0 (r + y = 0) has no finite loss; the next one
+                # inwards does (both window ends are such points only if the window is a single point).
+                inner = np.log((r + x + step) / (r + pair_c - x - step))
+            end = np.where(np.isfinite(end), end, inner)
+            ends.append(end[np.isfinite(end)])
+    finite = np.concatenate(ends)
+    if finite.size == 0:  # every point at loss +inf or of mass 0: nothing to stream but the atom
+        smin = smax = 0.0
+    else:
+        smin, smax = float(finite.min()), float(finite.max())
+    width = smax - smin
+    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
+    j0 = int(math.floor(smin / spacing)) - 1
+    size = int(math.floor(smax / spacing)) - j0 + 2
+    chunks = max(1, min(num_threads(), pair_c.size))
+    low_mass, low_tilt, up_mass, up_tilt, infinity, misplaced = stream_tilted_points(*kernel_args, spacing, j0, size, chunks)
+    if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
+        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
+    infinity = min(float(infinity), 1.0)
+    lower, _ = lattice_distributions(low_mass, low_tilt, spacing, j0, infinity, truncated)
+    _, upper = lattice_distributions(up_mass, up_tilt, spacing, j0, infinity, truncated)
+    return lower, upper
+
+
+def _nearly_sorting_permutation(values: NDArray[np.float64]) -> NDArray[np.int64]:
+    """A permutation sorting ``values`` except among values equal in all but their last ~log2(N) bits.
+
+    ``np.sort`` of 64-bit integers is vectorised (several times faster than ``np.argsort``): map each
+    double to an order-preserving integer, replace its lowest ``b`` bits by its index, sort, and read the
+    indices back.  Ties of the truncated keys come out in index order, which leaves only local
+    inversions between nearly equal values (relative gap below 2^(b-52)); no NaNs allowed.  O(N log N).
+    """
+    bits = values.view(np.int64)
+    keys = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))  # flips the magnitude bits of negatives
+    b = max(int(values.size - 1).bit_length(), 1)
+    keys = ((keys >> b) << b) | np.arange(values.size, dtype=np.int64)
+    keys.sort()
+    return keys & np.int64((1 << b) - 1)
+
+
+def refusal(context: str, need: str, tail_mass: float, advice: str, limit: str = f"{MAX_SUPPORT_POINTS:,} support points") -> str:
+    """Message refusing an oversized support: what was asked, what it needs, what to change."""
+    return f"{context} would need {need} at tail_mass={tail_mass:g}, more than the limit of {limit}; use {advice}"
