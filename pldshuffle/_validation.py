@@ -75,12 +75,12 @@ MAX_LOCAL_EPSILON = 500.0
 
 
 def check_local_epsilon(value: object, name: str = "local_epsilon") -> float:
-    """Return a local ε0 in ``(0, MAX_LOCAL_EPSILON]``."""
-    x = check_positive_finite(name, value)
-    if x > MAX_LOCAL_EPSILON:
+    """Return a local ε0 in ``(0, MAX_LOCAL_EPSILON]`` (e^{ε0} must not overflow; nothing is amplified there)."""
+    x = check_real(name, value)
+    if not (0.0 < x <= MAX_LOCAL_EPSILON):
         raise ValueError(
-            f"{name} must be <= {MAX_LOCAL_EPSILON:g}, got {value!r}: at such a level the randomizer reveals its "
-            f"input (flip probabilities below 1e-217) and e^{name} is not representable in double precision"
+            f"{name} must lie in (0, {MAX_LOCAL_EPSILON:g}], got {value!r} (beyond it the randomizer reveals its "
+            f"input and e^{name} is not representable in double precision)"
         )
     return x
 

@@ -65,7 +65,7 @@ from .._clone_kernels import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAME
 from .._validation import check_choice, check_int, check_positive_finite, check_probability, check_real
 from ..pld import PrivacyLossPair
 from ..randomizers.base import Randomizer
-from ..randomizers.named import MAX_LOCAL_EPSILON
+from .._validation import MAX_LOCAL_EPSILON
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .labelled_clones import LabelledClonePair
 

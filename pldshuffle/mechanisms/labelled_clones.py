@@ -64,7 +64,7 @@ from scipy import stats
 from .. import _clone_kernels as _ck
 from .._validation import check_int, check_probability, check_real
 from ..pld import LossDistribution, PrivacyLossPair
-from ..randomizers.named import MAX_LOCAL_EPSILON, check_local_epsilon
+from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
 from ._binomial import binomial_logpmf, binomial_window, binomial_windows
 from .base import DEFAULT_TAIL_MASS
 

@@ -30,22 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_int, check_real
+from .._validation import check_int, check_local_epsilon
 from .base import CloneConstants, Randomizer
 
 __all__ = ["OLH", "OUE", "RAPPOR", "BinaryRR", "HadamardResponse", "KaryRR", "LocalHashing", "SubsetSelection"]
-
-#: Largest ε0 accepted (e^{ε0} must not overflow; nothing is amplified there anyway).
-MAX_LOCAL_EPSILON = 500.0
-
-
-def check_local_epsilon(value: object) -> float:
-    """``local_epsilon`` as a float in ``(0, MAX_LOCAL_EPSILON]``, else ``TypeError``/``ValueError`` naming it."""
-    eps0 = check_real("local_epsilon", value)
-    if not (0.0 < eps0 <= MAX_LOCAL_EPSILON):
-        raise ValueError(f"local_epsilon must lie in (0, {MAX_LOCAL_EPSILON:g}], got {value!r}")
-    return eps0
-
 
 def _constants(eps0: float, fmt23_like: bool) -> tuple[CloneConstants, ...]:
     """The single member ``(e, 1/(e+1))`` (FMT23 constant) or ``(e, e^{-ε0}/2)`` (FMT20 constant)."""
