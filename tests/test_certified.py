@@ -139,3 +139,31 @@ def test_tiny_delta_against_high_precision_exact_composition(rounds):
         assert b.relative_gap <= (1e-3 if rounds <= 64 else 2e-3)  # the documented targets
         lo, up = acc.get_delta_bounds(np.array([b.lower, b.upper]))
         assert lo[1] <= delta(mpmath.mpf(b.upper)) <= up[1]
+
+
+def test_max_memory_bytes_caps_peak_rss_in_a_fresh_process():
+    """Peak RSS stays below max_memory_bytes + 300 MiB (the interpreter, numpy, scipy and numba included)."""
+    import json
+    import subprocess
+    import sys
+
+    cap = 2**27
+    code = f"""
+import json, resource
+import pldshuffle as ps
+acc = ps.FourierAccountant(max_memory_bytes={cap}).compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 20000)
+acc.compose(ps.ShuffledBinaryRR(2000, 1.0, dataset="khh21"), 5000)
+try:
+    b = acc.get_epsilon_bounds(1e-9)
+    outcome = [b.lower, b.upper]
+except ValueError as exc:
+    outcome = str(exc)
+print(json.dumps({{"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "outcome": outcome}}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["rss"] <= cap + 300 * 2**20
+    if isinstance(result["outcome"], str):  # refused before allocating, saying what to change
+        assert "max_memory_bytes" in result["outcome"]
+    else:
+        assert result["outcome"][0] <= result["outcome"][1]
