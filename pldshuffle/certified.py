@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._validation import check_delta, check_epsilons
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, realize, window
 from .fft import get_backend
 from .lattice import (
@@ -123,7 +124,8 @@ class CertifiedPLD:
 
     @property
     def rounds(self) -> int:
-        return sum(t.count for t in self.terms)
+        """Composed rounds (a same-data block of k rounds counts k)."""
+        return sum(t.lower_count for t in self.terms)
 
     @property
     def symmetric(self) -> bool:
@@ -131,12 +133,17 @@ class CertifiedPLD:
 
     # ------------------------------------------------------------------ queries
     def delta_bounds(self, epsilon: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Certified ``(lower, upper)`` arrays on δ at each ``ε ≥ 0``."""
-        eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
+        """Certified ``(lower, upper)`` arrays on δ at each ``ε ≥ 0``.
+
+        The first query realises the composition (O(m log m) FFTs per tilt, order and witness on windows of
+        m lattice points); later ones cost O(1) per ε (O(shifts) for the lower end).
+        """
+        eps = np.atleast_1d(check_epsilons(epsilon)).astype(np.float64)
         return self._lower(eps), self._upper(eps)
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """Certified ``(lower, upper)`` on the smallest ε with δ(ε) ≤ ``delta``."""
+        """Certified ``(lower, upper)`` on the smallest ε with δ(ε) ≤ ``delta`` (bisection on the same object)."""
+        delta = check_delta(delta)
         return invert(self._lower, delta, upper=False), invert(self._upper, delta, upper=True)
 
     @property
