@@ -45,13 +45,12 @@ from .bbgn19_bounds import (
     bbgn19_hoeffding_delta_result,
     bbgn19_hoeffding_epsilon,
     bbgn19_hoeffding_epsilon_result,
-    bbgn19_local_epsilon,
-    bbgn19_local_epsilon_result,
     bbgn19_thm53_delta,
     bbgn19_thm53_delta_result,
     bbgn19_thm53_epsilon,
     bbgn19_thm53_epsilon_result,
 )
+from .bbgn19_calibration import bbgn19_local_epsilon, bbgn19_local_epsilon_result
 from .bbgn19_thm31 import (
     bbgn19_thm31_delta,
     bbgn19_thm31_delta_result,

@@ -26,18 +26,17 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_int, check_positive_finite
+from .._validation import check_delta, check_int
 from ._common import (
     BoundResult,
     check_flag,
     check_target_epsilon,
     epsilon_grid,
     first_crossing,
-    last_feasible_of_first_run,
     log1mexp,
     log_bennett_h,
     log_binomial_pmf,
@@ -57,8 +56,6 @@ __all__ = [
     "bbgn19_hoeffding_delta_result",
     "bbgn19_hoeffding_epsilon",
     "bbgn19_hoeffding_epsilon_result",
-    "bbgn19_local_epsilon",
-    "bbgn19_local_epsilon_result",
     "bbgn19_thm53_delta",
     "bbgn19_thm53_delta_result",
     "bbgn19_thm53_epsilon",
@@ -334,77 +331,9 @@ def bbgn19_bennett_epsilon_result(
     return _epsilon_result(setting, target_delta)
 
 
-def bbgn19_local_epsilon_result(
-    *,
-    bound: str,
-    num_users: int,
-    target_epsilon: float,
-    target_delta: float,
-    randomizer: str = "generic",
-    domain_size: int | None = None,
-    max_local_epsilon: float = 10.0,
-    lemma56_as_printed: bool = False,
-) -> BoundResult:
-    """Largest ε0 for which a BBGN19 §5 bound certifies ``(ε, δ)`` after shuffling.
-
-    Scans a 200-point linear grid of ε0 on ``[ε, max_local_epsilon]`` (``ε0 = ε`` is always
-    feasible, δ = 0) and refines the end of the first feasible run with ``brentq``. If the whole
-    grid is feasible, ``max_local_epsilon`` is returned with a ``note``.
-
-    Parameters
-    ----------
-    bound : {"thm53", "hoeffding", "bennett"}
-        The §5 bound (``thm53`` only with ``randomizer="generic"``).
-    num_users : int
-        Number of users n.
-    target_epsilon : float
-        Target central ε > 0.
-    target_delta : float
-        Target δ in (0, 1).
-    randomizer : {"generic", "krr", "laplace"}
-        As in :func:`bbgn19_hoeffding_delta_result`.
-    domain_size : int, optional
-        k for ``randomizer="krr"``.
-    max_local_epsilon : float
-        Upper end of the ε0 search (default 10, as in the authors' code).
-    lemma56_as_printed : bool
-        As in :func:`bbgn19_bennett_delta_result` (figure parity only).
-
-    Returns
-    -------
-    BoundResult
-
-    References
-    ----------
-    Balle, Bell, Gascón, Nissim, CRYPTO 2019, §6 (calibration of ε0).
-    """
-    name = check_choice("bound", bound, BBGN19_BOUNDS)
-    eps = check_positive_finite("target_epsilon", target_epsilon)
-    delta = check_delta(target_delta)
-    top = check_positive_finite("max_local_epsilon", max_local_epsilon)
-    if not top > eps:
-        raise ValueError(f"max_local_epsilon must be > target_epsilon = {eps!r}, got {max_local_epsilon!r}")
-    if name == "thm53" and randomizer != "generic":
-        raise ValueError(f"bound='thm53' applies to randomizer='generic' only, got randomizer={randomizer!r}")
-    if lemma56_as_printed and name != "bennett":
-        raise ValueError(f"lemma56_as_printed applies to bound='bennett' only, got bound={name!r}")
-    base = _blanket(name, num_users, randomizer, top, domain_size, None, lemma56_as_printed)
-
-    def delta_at(eps0: float) -> float:
-        return replace(base, local_epsilon=eps0).delta(eps)
-
-    value = last_feasible_of_first_run(delta_at, delta, np.linspace(eps, top, 200))
-    if value is None:  # cannot happen: delta_at(eps) = 0 (no amplification needed at local_epsilon = target_epsilon)
-        raise RuntimeError(f"no feasible local_epsilon found for target_epsilon={eps!r}, delta={delta!r}")
-    if value == top:
-        return base.result(top, note="every local_epsilon up to max_local_epsilon is feasible; raise it")
-    return base.result(value)
-
-
 bbgn19_thm53_delta = plain_float(bbgn19_thm53_delta_result)
 bbgn19_thm53_epsilon = plain_float(bbgn19_thm53_epsilon_result)
 bbgn19_hoeffding_delta = plain_float(bbgn19_hoeffding_delta_result)
 bbgn19_hoeffding_epsilon = plain_float(bbgn19_hoeffding_epsilon_result)
 bbgn19_bennett_delta = plain_float(bbgn19_bennett_delta_result)
 bbgn19_bennett_epsilon = plain_float(bbgn19_bennett_epsilon_result)
-bbgn19_local_epsilon = plain_float(bbgn19_local_epsilon_result)
