@@ -9,11 +9,7 @@ status 2; no traceback is shown for bad input.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib
 import json
-import math
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,17 +20,11 @@ from . import __version__
 from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from .randomizers import Randomizer, randomizer_spec
-from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds, json_safe
+from ._cli_ledger import MECHANISMS, CLIError, build_mechanism, ledger_from_args, single_parameters
+from ._cli_output import record, statement
+from .results import DeltaBounds, EpsilonBounds, json_safe
 
 __all__ = ["main"]
-
-#: Mechanism kinds of the command line: kind -> (module, class name), imported on use.
-MECHANISMS: dict[str, tuple[str, str]] = {
-    "binary-rr": ("pldshuffle.mechanisms.binary_rr", "ShuffledBinaryRR"),
-    "krr": ("pldshuffle.mechanisms.krr", "ShuffledKRR"),
-    "ldp": ("pldshuffle.mechanisms.clones", "ShuffledLDP"),
-}
 
 _EXIT_USAGE = 2
 
@@ -125,234 +115,11 @@ examples:
 }
 
 
-class _CLIError(Exception):
-    """A user error: printed as one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     """Argument parser whose errors are one line on stderr (exit 2) instead of usage + message."""
 
     def error(self, message: str) -> NoReturn:
-        raise _CLIError(f"{message} (see `{self.prog} --help`)")
-
-
-# ---------------------------------------------------------------------- mechanisms
-def _mechanism_class(kind: str) -> type:
-    if kind not in MECHANISMS:
-        raise _CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
-    module_name, class_name = MECHANISMS[kind]
-    try:
-        cls: type = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise _CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
-    return cls
-
-
-def _flag(name: str) -> str:
-    """Command-line flag of a mechanism parameter: ``local_epsilon`` -> ``--local-epsilon``."""
-    return "--" + name.replace("_", "-")
-
-
-#: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
-_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon")
-
-
-def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``randomizer=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
-    randomizer's own keys by the randomizer object."""
-    from .randomizers import make_randomizer
-
-    parameters = dict(parameters)
-    spec = parameters.pop("randomizer")
-    if isinstance(spec, dict):
-        spec = dict(spec)
-        name, own = spec.pop("randomizer", None), spec
-    else:
-        name, own = spec, {k: parameters.pop(k) for k in _RANDOMIZER_KEYS if k in parameters}
-    try:
-        parameters["randomizer"] = make_randomizer(str(name), **own)
-    except (TypeError, ValueError) as exc:
-        raise _CLIError(f"--randomizer {name}: {exc}") from None
-    return parameters
-
-
-def _build(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
-    """Construct mechanism ``kind``; errors name the flags (``origin=None``: --mechanism and its flags)
-    or the parameter keys of ``origin`` (a --compose or --spec entry)."""
-    cls = _mechanism_class(kind)
-    if kind == "ldp" and parameters.get("randomizer") is not None:
-        parameters = _with_randomizer(parameters)
-    fields = dataclasses.fields(cls)
-    valid = tuple(f.name for f in fields)
-    name = _flag if origin is None else str
-    where = f"--mechanism {kind}" if origin is None else f"{origin} (mechanism {kind!r})"
-    unknown = sorted(set(parameters) - set(valid))
-    if unknown:
-        raise _CLIError(
-            f"{', '.join(map(name, unknown))} not valid for {where}; valid: {', '.join(map(name, valid))}"
-        )
-    missing = [f.name for f in fields if f.name not in parameters and f.init
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    if missing:
-        raise _CLIError(f"{', '.join(map(name, missing))} {'is' if len(missing) == 1 else 'are'} required for {where}")
-    try:
-        mechanism: ShuffleMechanism = cls(**parameters)
-    except (TypeError, ValueError) as exc:  # the library names Python parameters: translate them for the user
-        message = str(exc)
-        if origin is None:
-            for parameter in sorted(valid, key=len, reverse=True):
-                message = re.sub(rf"(?<![\w-]){parameter}(?!\w)", _flag(parameter), message)
-        raise _CLIError(f"{where}: {message}") from None
-    return mechanism
-
-
-def _kind_of(mechanism: ShuffleMechanism) -> str:
-    for kind, (module_name, class_name) in MECHANISMS.items():
-        if type(mechanism).__module__ == module_name and type(mechanism).__name__ == class_name:
-            return kind
-    return type(mechanism).__name__
-
-
-def _parse_value(text: str) -> Any:
-    """``"1000"`` -> 1000, ``"1e-3"`` -> 0.001, anything else stays a string."""
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            continue
-    return text
-
-
-def _parse_compose(spec: str) -> tuple[str, dict[str, Any], int]:
-    """``KIND:KEY=VALUE,...[:count=N]`` -> ``(kind, parameters, count)``."""
-    parts = spec.split(":")
-    if not 2 <= len(parts) <= 3 or not parts[0]:
-        raise _CLIError(f"--compose {spec!r}: expected KIND:KEY=VALUE,KEY=VALUE[:count=N]")
-    kind, body = parts[0].strip(), parts[1]
-    parameters: dict[str, Any] = {}
-    for item in filter(None, (x.strip() for x in body.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise _CLIError(f"--compose {spec!r}: {item!r} is not KEY=VALUE")
-        parameters[key.strip().replace("-", "_")] = _parse_value(value.strip())
-    count: Any = 1
-    if len(parts) == 3:
-        key, sep, value = parts[2].partition("=")
-        if sep and key.strip() != "count":
-            raise _CLIError(f"--compose {spec!r}: the third field must be count=N")
-        count = _parse_value((value if sep else key).strip())
-    return kind, parameters, count
-
-
-def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
-    """``(kind, parameters, count, origin)`` of every entry of a JSON spec file."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise _CLIError(f"--spec {path}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise _CLIError(f"--spec {path}: invalid JSON ({exc})") from None
-    entries = data.get("mechanisms") if isinstance(data, dict) else data
-    if not isinstance(entries, list) or not entries:
-        raise _CLIError(f"--spec {path}: expected a non-empty list of {{\"mechanism\", \"parameters\", \"count\"}} objects")
-    out = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "mechanism" not in entry or not isinstance(entry.get("parameters", {}), dict):
-            raise _CLIError(f"--spec {path}: entry {i} needs \"mechanism\" and a \"parameters\" object")
-        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1),
-                    f"--spec {path} entry {i}"))
-    return out
-
-
-def _single_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """Parameters given by the single-mechanism flags (only those actually set)."""
-    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
-             "subset_size", "hash_range", "matrix")
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
-
-
-def _ledger(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int]]:
-    entries: list[tuple[str, dict[str, Any], Any, str | None]] = []
-    single = _single_parameters(args)
-    if args.mechanism is not None:
-        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1, None))
-    elif single or args.rounds is not None:
-        flags = [_flag(name) for name in (*single, *(("rounds",) if args.rounds is not None else ()))]
-        raise _CLIError(f"{', '.join(flags)} given without --mechanism (they set its parameters)")
-    entries += [(*_parse_compose(s), f"--compose {s!r}") for s in args.compose]
-    if args.spec is not None:
-        entries += _read_spec(args.spec)
-    if not entries:
-        raise _CLIError("no mechanism given: use --mechanism (see --help), --compose or --spec")
-    return [(_build(kind, params, origin), count) for kind, params, count, origin in entries]
-
-
-# ---------------------------------------------------------------------- output
-def _mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]:
-    return {
-        "mechanism": _kind_of(mechanism),
-        "description": mechanism.describe(),
-        "parameters": {
-            f.name: _spec_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism)  # type: ignore[arg-type]
-        },
-        "count": count,
-    }
-
-
-def _spec_value(value: Any) -> Any:
-    """A mechanism parameter as it is written in a JSON spec (a randomizer becomes its spec object)."""
-    return randomizer_spec(value) if isinstance(value, Randomizer) else value
-
-
-def _adversary(mechanism: ShuffleMechanism) -> str:
-    if getattr(mechanism, "adversary", None) is not None:
-        return f"{mechanism.adversary!r} (see the mechanism line)"  # type: ignore[attr-defined]
-    if getattr(mechanism, "dataset", "worst") != "worst":
-        return f"one fixed dataset pair (dataset={mechanism.dataset!r}), see the mechanism line"  # type: ignore[attr-defined]
-    return "standard DP adversary: sees all shuffled reports and knows every other user's data"
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.6g}"
-
-
-def _statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: EpsilonBounds | DeltaBounds) -> str:
-    lines = ["Privacy statement (pldshuffle %s)" % __version__]
-    for mechanism, count in ledger:
-        lines.append(f"  mechanism: {mechanism.describe()}")
-        lines.append(f"    rounds of this mechanism: {count}")
-        lines.append(f"    adversary: {_adversary(mechanism)}")
-    lines.append(f"  total rounds composed: {rounds}")
-    lines.append("  neighbouring relation: replace-one (the datasets differ in the value of one user)")
-    if query == "epsilon":
-        lines.append(f"  delta: {value:g}")
-        lines.append(f"  certified epsilon bracket: [{_fmt(bounds.lower)}, {_fmt(bounds.upper)}]")
-        if math.isinf(bounds.upper):
-            lines.append(f"  note: {INFINITE_EPSILON_NOTE}")
-        claim = f"({_fmt(bounds.upper)}, {value:g})-DP"
-    else:
-        lines.append(f"  epsilon: {value:g}")
-        lines.append(f"  certified delta bracket: [{bounds.lower:.6g}, {bounds.upper:.6g}]")
-        claim = f"({value:g}, {bounds.upper:.6g})-DP"
-    if bounds.is_guarantee:
-        lines.append(f"The composed protocol satisfies {claim}.")
-    else:
-        lines.append(
-            f"!!! NOT A PRIVACY GUARANTEE: {claim} holds only for the analysed pair; the upper end is a "
-            "LOWER bound on the worst case. !!!"
-        )
-    lines += [f"  caveat: {c}" for c in bounds.caveats]
-    return "\n".join(lines)
-
-
-def _record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, bounds: EpsilonBounds | DeltaBounds) -> dict[str, Any]:
-    return {
-        "mechanisms": [_mechanism_record(m, c) for m, c in ledger],
-        "rounds": rounds,
-        "neighbouring_relation": "replace-one",
-        **bounds.to_dict(),
-    }
+        raise CLIError(f"{message} (see `{self.prog} --help`)")
 
 
 def _progress(args: argparse.Namespace) -> Callable[[str], None]:
@@ -367,13 +134,15 @@ def _progress(args: argparse.Namespace) -> Callable[[str], None]:
 
 # ---------------------------------------------------------------------- subcommands
 def _run_query(args: argparse.Namespace) -> int:
-    ledger = _ledger(args)
-    accountant = FourierAccountant()
+    ledger = ledger_from_args(args)
+    report = _progress(args)
+    rounds = sum(count for _, count in ledger)
+    # Stage messages on stderr (unless --quiet) for compositions; a single round answers at once.
+    accountant = FourierAccountant(progress=report if rounds > 1 else None)
     for mechanism, count in ledger:
         accountant.compose(mechanism, count)
-    report = _progress(args)
-    if accountant.rounds > 1:
-        report(f"computing {accountant.rounds} composed rounds…")
+    if rounds > 1:
+        report(f"computing {rounds} composed rounds…")
     bounds: EpsilonBounds | DeltaBounds
     if args.command == "epsilon":
         value, bounds = args.delta, accountant.get_epsilon_bounds(args.delta)
@@ -394,10 +163,10 @@ def _emit(
 ) -> None:
     """Print the JSON record or the statement (preceded by the calibration line for ``calibrate``)."""
     if args.json:
-        record = _record(ledger, rounds, bounds)
+        entry = record(ledger, rounds, bounds)
         if extra:
-            record["calibration"] = extra
-        print(json.dumps(json_safe(record), indent=2))
+            entry["calibration"] = extra
+        print(json.dumps(json_safe(entry), indent=2))
         return
     if extra:
         failing = extra["bracket"][1]
@@ -410,28 +179,28 @@ def _emit(
             f"Calibrated {extra['parameter']} = {extra['value']:.6g}: certified epsilon {bounds.upper:.6g} <= "
             f"target {extra['target_epsilon']:g} at delta {value:g} ({neighbour})."
         )
-    print(_statement(ledger, rounds, query, value, bounds))
+    print(statement(ledger, rounds, query, value, bounds))
 
 
 def _run_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate_local_epsilon, find_max_rounds, find_min_users
 
     if args.mechanism is None:
-        raise _CLIError("--mechanism is required for calibrate (one mechanism kind; --compose/--spec are not supported here)")
-    fixed = _single_parameters(args)
+        raise CLIError("--mechanism is required for calibrate (one mechanism kind; --compose/--spec are not supported here)")
+    fixed = single_parameters(args)
     target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": _progress(args)}
     rounds = args.rounds if args.rounds is not None else 1
     conflicting = {"local-epsilon": ("local_epsilon", "gamma"), "num-users": ("num_users",), "rounds": ("rounds",)}
     given = [name for name in conflicting[args.parameter] if getattr(args, name) is not None]
     if given:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
-        raise _CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
+        raise CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
     if args.parameter == "local-epsilon":
-        result = calibrate_local_epsilon(lambda e: _build(args.mechanism, {**fixed, "local_epsilon": e}), rounds=rounds, **target)
+        result = calibrate_local_epsilon(lambda e: build_mechanism(args.mechanism, {**fixed, "local_epsilon": e}), rounds=rounds, **target)
     elif args.parameter == "num-users":
-        result = find_min_users(lambda n: _build(args.mechanism, {**fixed, "num_users": n}), rounds=rounds, **target)
+        result = find_min_users(lambda n: build_mechanism(args.mechanism, {**fixed, "num_users": n}), rounds=rounds, **target)
     else:
-        result = find_max_rounds(_build(args.mechanism, fixed), **target)
+        result = find_max_rounds(build_mechanism(args.mechanism, fixed), **target)
     record = result.to_dict()
     extra = {key: record[key] for key in ("parameter", "value", "bracket", "target_epsilon", "target_delta")}
     _emit(args, ((result.mechanism, result.rounds),), result.rounds, "epsilon", args.delta, result.bounds, extra)
@@ -566,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "calibrate":
             return _run_calibrate(args)
         return _run_query(args)
-    except (_CLIError, ValueError, TypeError, ArithmeticError, MemoryError) as exc:
+    except (CLIError, ValueError, TypeError, ArithmeticError, MemoryError) as exc:
         print(f"pldshuffle: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
     except KeyboardInterrupt:

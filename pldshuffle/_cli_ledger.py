@@ -1,0 +1,183 @@
+"""The command line's mechanism registry and ledger: building mechanisms from flags, ``--compose`` and ``--spec``.
+
+Errors are :class:`CLIError` (one line naming the flag, exit status 2), raised for the entry point
+:mod:`pldshuffle.cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import re
+from typing import Any
+
+from .mechanisms.base import ShuffleMechanism
+
+__all__ = ["MECHANISMS", "CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
+
+#: Mechanism kinds of the command line: kind -> (module, class name), imported on use.
+MECHANISMS: dict[str, tuple[str, str]] = {
+    "binary-rr": ("pldshuffle.mechanisms.binary_rr", "ShuffledBinaryRR"),
+    "krr": ("pldshuffle.mechanisms.krr", "ShuffledKRR"),
+    "ldp": ("pldshuffle.mechanisms.clones", "ShuffledLDP"),
+}
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+# ---------------------------------------------------------------------- mechanisms
+def _mechanism_class(kind: str) -> type:
+    if kind not in MECHANISMS:
+        raise CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
+    module_name, class_name = MECHANISMS[kind]
+    try:
+        cls: type = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
+    return cls
+
+
+def flag(name: str) -> str:
+    """Command-line flag of a mechanism parameter: ``local_epsilon`` -> ``--local-epsilon``."""
+    return "--" + name.replace("_", "-")
+
+
+#: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
+_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon")
+
+
+def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``randomizer=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
+    randomizer's own keys by the randomizer object."""
+    from .randomizers import make_randomizer
+
+    parameters = dict(parameters)
+    spec = parameters.pop("randomizer")
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        name, own = spec.pop("randomizer", None), spec
+    else:
+        name, own = spec, {k: parameters.pop(k) for k in _RANDOMIZER_KEYS if k in parameters}
+    try:
+        parameters["randomizer"] = make_randomizer(str(name), **own)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(f"--randomizer {name}: {exc}") from None
+    return parameters
+
+
+def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
+    """Construct mechanism ``kind``; errors name the flags (``origin=None``: --mechanism and its flags)
+    or the parameter keys of ``origin`` (a --compose or --spec entry)."""
+    cls = _mechanism_class(kind)
+    if kind == "ldp" and parameters.get("randomizer") is not None:
+        parameters = _with_randomizer(parameters)
+    fields = dataclasses.fields(cls)
+    valid = tuple(f.name for f in fields)
+    name = flag if origin is None else str
+    where = f"--mechanism {kind}" if origin is None else f"{origin} (mechanism {kind!r})"
+    unknown = sorted(set(parameters) - set(valid))
+    if unknown:
+        raise CLIError(
+            f"{', '.join(map(name, unknown))} not valid for {where}; valid: {', '.join(map(name, valid))}"
+        )
+    missing = [f.name for f in fields if f.name not in parameters and f.init
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise CLIError(f"{', '.join(map(name, missing))} {'is' if len(missing) == 1 else 'are'} required for {where}")
+    try:
+        mechanism: ShuffleMechanism = cls(**parameters)
+    except (TypeError, ValueError) as exc:  # the library names Python parameters: translate them for the user
+        message = str(exc)
+        if origin is None:
+            for parameter in sorted(valid, key=len, reverse=True):
+                message = re.sub(rf"(?<![\w-]){parameter}(?!\w)", flag(parameter), message)
+        raise CLIError(f"{where}: {message}") from None
+    return mechanism
+
+
+def kind_of(mechanism: ShuffleMechanism) -> str:
+    for kind, (module_name, class_name) in MECHANISMS.items():
+        if type(mechanism).__module__ == module_name and type(mechanism).__name__ == class_name:
+            return kind
+    return type(mechanism).__name__
+
+
+def _parse_value(text: str) -> Any:
+    """``"1000"`` -> 1000, ``"1e-3"`` -> 0.001, anything else stays a string."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _parse_compose(spec: str) -> tuple[str, dict[str, Any], int]:
+    """``KIND:KEY=VALUE,...[:count=N]`` -> ``(kind, parameters, count)``."""
+    parts = spec.split(":")
+    if not 2 <= len(parts) <= 3 or not parts[0]:
+        raise CLIError(f"--compose {spec!r}: expected KIND:KEY=VALUE,KEY=VALUE[:count=N]")
+    kind, body = parts[0].strip(), parts[1]
+    parameters: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in body.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CLIError(f"--compose {spec!r}: {item!r} is not KEY=VALUE")
+        parameters[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    count: Any = 1
+    if len(parts) == 3:
+        key, sep, value = parts[2].partition("=")
+        if sep and key.strip() != "count":
+            raise CLIError(f"--compose {spec!r}: the third field must be count=N")
+        count = _parse_value((value if sep else key).strip())
+    return kind, parameters, count
+
+
+def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
+    """``(kind, parameters, count, origin)`` of every entry of a JSON spec file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise CLIError(f"--spec {path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"--spec {path}: invalid JSON ({exc})") from None
+    entries = data.get("mechanisms") if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not entries:
+        raise CLIError(f"--spec {path}: expected a non-empty list of {{\"mechanism\", \"parameters\", \"count\"}} objects")
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "mechanism" not in entry or not isinstance(entry.get("parameters", {}), dict):
+            raise CLIError(f"--spec {path}: entry {i} needs \"mechanism\" and a \"parameters\" object")
+        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1),
+                    f"--spec {path} entry {i}"))
+    return out
+
+
+def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """Parameters given by the single-mechanism flags (only those actually set)."""
+    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
+             "subset_size", "hash_range", "matrix")
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int]]:
+    entries: list[tuple[str, dict[str, Any], Any, str | None]] = []
+    single = single_parameters(args)
+    if args.mechanism is not None:
+        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1, None))
+    elif single or args.rounds is not None:
+        flags = [flag(name) for name in (*single, *(("rounds",) if args.rounds is not None else ()))]
+        raise CLIError(f"{', '.join(flags)} given without --mechanism (they set its parameters)")
+    entries += [(*_parse_compose(s), f"--compose {s!r}") for s in args.compose]
+    if args.spec is not None:
+        entries += _read_spec(args.spec)
+    if not entries:
+        raise CLIError("no mechanism given: use --mechanism (see --help), --compose or --spec")
+    return [(build_mechanism(kind, params, origin), count) for kind, params, count, origin in entries]
+
+

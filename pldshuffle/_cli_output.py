@@ -1,0 +1,82 @@
+"""What the command line prints: a privacy statement in words, or one JSON record."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from ._cli_ledger import kind_of
+from .mechanisms.base import ShuffleMechanism
+from .randomizers import Randomizer, randomizer_spec
+from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds
+
+__all__ = ["mechanism_record", "record", "statement"]
+
+
+def mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]:
+    return {
+        "mechanism": kind_of(mechanism),
+        "description": mechanism.describe(),
+        "parameters": {
+            f.name: spec_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism)  # type: ignore[arg-type]
+        },
+        "count": count,
+    }
+
+
+def spec_value(value: Any) -> Any:
+    """A mechanism parameter as it is written in a JSON spec (a randomizer becomes its spec object)."""
+    return randomizer_spec(value) if isinstance(value, Randomizer) else value
+
+
+def adversary(mechanism: ShuffleMechanism) -> str:
+    if getattr(mechanism, "adversary", None) is not None:
+        return f"{mechanism.adversary!r} (see the mechanism line)"  # type: ignore[attr-defined]
+    if getattr(mechanism, "dataset", "worst") != "worst":
+        return f"one fixed dataset pair (dataset={mechanism.dataset!r}), see the mechanism line"  # type: ignore[attr-defined]
+    return "standard DP adversary: sees all shuffled reports and knows every other user's data"
+
+
+def fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: EpsilonBounds | DeltaBounds) -> str:
+    lines = ["Privacy statement (pldshuffle %s)" % __version__]
+    for mechanism, count in ledger:
+        lines.append(f"  mechanism: {mechanism.describe()}")
+        lines.append(f"    rounds of this mechanism: {count}")
+        lines.append(f"    adversary: {adversary(mechanism)}")
+    lines.append(f"  total rounds composed: {rounds}")
+    lines.append("  neighbouring relation: replace-one (the datasets differ in the value of one user)")
+    if query == "epsilon":
+        lines.append(f"  delta: {value:g}")
+        lines.append(f"  certified epsilon bracket: [{fmt(bounds.lower)}, {fmt(bounds.upper)}]")
+        if math.isinf(bounds.upper):
+            lines.append(f"  note: {INFINITE_EPSILON_NOTE}")
+        claim = f"({fmt(bounds.upper)}, {value:g})-DP"
+    else:
+        lines.append(f"  epsilon: {value:g}")
+        lines.append(f"  certified delta bracket: [{bounds.lower:.6g}, {bounds.upper:.6g}]")
+        claim = f"({value:g}, {bounds.upper:.6g})-DP"
+    if bounds.is_guarantee:
+        lines.append(f"The composed protocol satisfies {claim}.")
+    else:
+        lines.append(
+            f"!!! NOT A PRIVACY GUARANTEE: {claim} holds only for the analysed pair; the upper end is a "
+            "LOWER bound on the worst case. !!!"
+        )
+    lines += [f"  caveat: {c}" for c in bounds.caveats]
+    return "\n".join(lines)
+
+
+def record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, bounds: EpsilonBounds | DeltaBounds) -> dict[str, Any]:
+    return {
+        "mechanisms": [mechanism_record(m, c) for m, c in ledger],
+        "rounds": rounds,
+        "neighbouring_relation": "replace-one",
+        **bounds.to_dict(),
+    }
