@@ -53,18 +53,27 @@ _WITNESSES = 3
 Profile = tuple[int, NDArray[np.float64], float]  # (start index, masses, infinity) of one lattice direction
 
 
-def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float) -> NDArray[np.float64]:
-    """The direction's profile ``h(z_j)`` at ``j = lo .. lo+size`` (``size + 1`` values, infinity included).
+def _profile_at(direction: LatticeDirection, indices: NDArray[np.int64], spacing: float) -> NDArray[np.float64]:
+    """The direction's profile ``h(z_j)`` (infinity mass included) at the lattice indices ``j``.
 
-    A direction reaching outside the range is profiled on the union and cropped (values stay exact).
+    O(support) for the recursion over the direction's own support, then O(1) per index: above the support
+    only the infinity mass is left; below it ``h(z_j) = e^{-kΔ} H_0 + (1 - e^{-kΔ}) A`` (``k`` steps below
+    the first mass, ``H_0`` the profile there, ``A`` the finite mass), the same positive recursion in
+    closed form.
     """
-    first = min(lo, direction.start)
-    stop = max(lo + size, direction.start + direction.masses.size)
-    padded = np.zeros(stop - first)
-    a = direction.start - first
-    padded[a : a + direction.masses.size] = direction.masses
-    profile, _ = hockey_stick_profile(padded, spacing)
-    return profile[lo - first : lo - first + size + 1] + direction.infinity
+    profile, suffix = hockey_stick_profile(direction.masses, spacing)
+    rel = np.asarray(indices, dtype=np.int64) - direction.start
+    out = profile[np.clip(rel, 0, direction.masses.size)]  # the trailing 0 covers every index above
+    below = rel < 0
+    if np.any(below):
+        decay = np.exp(rel[below] * spacing)
+        out[below] = decay * profile[0] + (-np.expm1(rel[below] * spacing)) * suffix[0]
+    return out + direction.infinity
+
+
+def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float) -> NDArray[np.float64]:
+    """The direction's profile at ``j = lo .. lo+size`` (``size + 1`` values, infinity included)."""
+    return _profile_at(direction, lo + np.arange(size + 1), spacing)
 
 
 class _Lattice:
@@ -84,9 +93,9 @@ class _Lattice:
         lo = min(d.start for d in dirs)
         return lo, max(d.start + d.masses.size for d in dirs) + 1 - lo
 
-    def profile(self, pair: PrivacyLossPair, lo: int, size: int) -> NDArray[np.float64]:
-        """Max over both orders of the pair's lattice profile on ``[lo, lo + size]``."""
-        return np.max([_profile_on(d, lo, size, self.spacing) for d in self.directions(pair)], axis=0)
+    def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Max over both orders of the pair's lattice profile at the given lattice indices."""
+        return np.max([_profile_at(d, indices, self.spacing) for d in self.directions(pair)], axis=0)
 
 
 def envelope(directions: list[LatticeDirection], spacing: float) -> LatticeDirection:
@@ -181,7 +190,7 @@ def _cover(
     probe = np.unique(np.linspace(0, size, min(size + 1, _PROBES)).astype(np.int64))
 
     def profile(pair: PrivacyLossPair) -> NDArray[np.float64]:
-        return lattice.profile(pair, lo, size)[probe]
+        return lattice.profile(pair, lo + probe)
 
     def evaluate(cell: Cell) -> tuple[NDArray[np.float64], list[tuple[PrivacyLossPair, NDArray[np.float64]]]]:
         up = np.max([profile(p) for p in uppers(cell)], axis=0)
