@@ -142,7 +142,8 @@ def test_tiny_delta_against_high_precision_exact_composition(rounds):
 
 
 def test_max_memory_bytes_caps_peak_rss_in_a_fresh_process():
-    """Peak RSS stays below max_memory_bytes + 300 MiB (the interpreter, numpy, scipy and numba included)."""
+    """The composition's memory stays within max_memory_bytes: peak RSS of the run exceeds that of the same
+    script on a tiny ledger (interpreter, numpy, scipy, numba and its compiled kernels) by at most the cap."""
     import json
     import subprocess
     import sys
@@ -160,13 +161,15 @@ except ValueError as exc:
     outcome = str(exc)
 print(json.dumps({{"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "outcome": outcome}}))
 """
-    # Numba compiles its kernels on a cold cache (LLVM alone takes ~200 MB); warm the cache first so the
-    # measurement is that of a normal run.
-    warm = code.replace("20000", "3").replace("5000", "2")
-    subprocess.run([sys.executable, "-c", warm], capture_output=True, text=True, timeout=600, check=True)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["rss"] <= cap + 300 * 2**20
+    def run(script: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    # The baseline depends on the machine (and numba compiles with LLVM on a cold cache), so the cap is
+    # checked on the increment over the same script with a tiny ledger; the tiny run also warms the cache.
+    baseline = run(code.replace("20000", "3").replace("5000", "2"))["rss"]
+    result = run(code)
+    assert result["rss"] - baseline <= cap
     if isinstance(result["outcome"], str):  # refused before allocating, saying what to change
         assert "max_memory_bytes" in result["outcome"]
     else:
