@@ -248,14 +248,13 @@ class CertifiedPLD:
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)
         if any(d.finite_mass <= 0.0 for d, _ in combo):  # the finite part of the composition is empty
-            return Composite((), infinity, relative, 0.0)
-        finite = math.exp(sum(n * math.log(d.finite_mass) for d, n in combo))
+            return Composite((), infinity, relative)
         factors = [d.factor(n) for d, n in combo]
         shifts, penalties = np.zeros(1), np.zeros(1)
         if not upper:
             shifts, penalties = shift_certificate(combo, self.spacing)
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
-            return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, finite, shifts, penalties)
+            return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties)
         backend = get_backend(self.fft_backend)
         reals = []
         for theta in self._tilts() if tilts is None else tilts:
@@ -270,7 +269,7 @@ class CertifiedPLD:
             _check_memory(size, self.max_memory_bytes, self.spacing, held)
             reals.append(realize(factors, self.spacing, theta, lo_index, size, backend))
             self._cache["bytes"] = held + size * BYTES_PER_POINT
-        return Composite(tuple(reals), infinity, relative, finite, shifts, penalties)
+        return Composite(tuple(reals), infinity, relative, shifts, penalties)
 
 
 class MemoryBudgetError(ValueError, MemoryError):

@@ -117,7 +117,6 @@ class Composite:
     realizations: tuple[Realization, ...]
     infinity: float
     relative: float
-    finite_mass: float
     shifts: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
     penalties: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
 
