@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_epsilons
-from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, realize, window
+from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, composed_support, realize, window
 from .fft import get_backend
 from .lattice import (
     Composite,
@@ -241,9 +241,7 @@ class CertifiedPLD:
         """
         return [c.dominating_measure(self.spacing) for c in self._composites("upper")]
 
-    def _composite(
-        self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, tilts: list[float] | None = None
-    ) -> Composite:
+    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool) -> Composite:
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)
@@ -256,11 +254,11 @@ class CertifiedPLD:
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
             return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties)
         backend = get_backend(self.fft_backend)
+        floor = -float(shifts[-1]) - self.spacing
+        support_lo = composed_support(factors, self.spacing)[0]
         reals = []
-        for theta in self._tilts() if tilts is None else tilts:
+        for theta in self._tilts():
             lo, hi = window(factors, self.spacing, theta, _TAIL_TOLERANCE)
-            floor = -float(shifts[-1]) - self.spacing
-            support_lo = sum(f.count * f.support[0] for f in factors) * self.spacing
             if theta == 0.0 and hi > floor and lo > support_lo:  # answer every ε ≥ 0 (and the shifts below)
                 lo = max(min(lo, floor), support_lo)
             lo_index = int(math.floor(lo / self.spacing)) - 1
@@ -288,7 +286,6 @@ def _check_memory(size: int, budget: int, spacing: float, held: int) -> None:
 
 def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> list[float]:
     """θ = 0 and the Chernoff saddle points of the δ levels in ``_TILT_DELTAS``."""
-
     factors = [d.factor(n) for d, n in combo if d.finite_mass > 0]
     if not factors or sum(n for _, n in combo) == 1:
         return [0.0]

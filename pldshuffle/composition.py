@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from ._kernels import hockey_stick_profile
 from .fft import FFTBackend
 
-__all__ = ["CHERNOFF_LAMBDAS", "Factor", "Realization", "composed_log_mgf", "log_mgf", "realize", "window"]
+__all__ = ["CHERNOFF_LAMBDAS", "Factor", "Realization", "composed_log_mgf", "composed_support", "log_mgf", "realize", "window"]
 
 _U = np.finfo(np.float64).eps / 2.0
 _ETA = 8.0 * _U
@@ -89,6 +89,11 @@ def log_mgf(factor: Factor, spacing: float, lambdas: NDArray[np.float64], *, exa
     return top + np.log(np.exp(expo - top[:, None]).sum(axis=1))
 
 
+def composed_support(factors: list[Factor], spacing: float) -> tuple[float, float]:
+    """Lowest and highest loss the composition of the factors can take (exactly: lattice indices add)."""
+    return (sum(f.count * f.support[0] for f in factors) * spacing, sum(f.count * f.support[1] for f in factors) * spacing)
+
+
 def composed_log_mgf(factors: list[Factor], spacing: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.sum([f.count * log_mgf(f, spacing, lambdas) for f in factors], axis=0)
 
@@ -104,8 +109,7 @@ def window(factors: list[Factor], spacing: float, theta: float, tolerance: float
     log_tol = math.log(tolerance)
     hi = float(np.min((plus - log_tol) / CHERNOFF_LAMBDAS))
     lo = float(np.max(-(minus - log_tol) / CHERNOFF_LAMBDAS))
-    support_lo = sum(f.count * f.support[0] for f in factors) * spacing
-    support_hi = sum(f.count * f.support[1] for f in factors) * spacing
+    support_lo, support_hi = composed_support(factors, spacing)
     return max(lo, support_lo), min(hi, support_hi + spacing)
 
 
@@ -241,8 +245,7 @@ def realize(
     lambdas = CHERNOFF_LAMBDAS
     both = composed_log_mgf(factors, spacing, np.concatenate([theta + lambdas, theta - lambdas, lambdas]))
     plus, minus, untilted_mgf = both[: lambdas.size] - log_scale, both[lambdas.size : 2 * lambdas.size] - log_scale, both[2 * lambdas.size :]
-    support_lo = sum(f.count * f.support[0] for f in factors) * spacing
-    support_hi = sum(f.count * f.support[1] for f in factors) * spacing
+    support_lo, support_hi = composed_support(factors, spacing)
     # Beyond the support the tails are exactly 0 (indices are exact integers; Δ-multiples compared with margin).
     covers_top = support_hi < hi - 0.5 * spacing
     covers_bottom = support_lo > lo_index * spacing - 0.5 * spacing
