@@ -153,21 +153,26 @@ def family_term(
     if single and (not same_data or count == 1):
         pair = family.upper[0]
         up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
-        lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in family.lower[:_WITNESSES])
+        lows = _lower_witnesses(family.lower, spacing)
         return Term(up, lows, count, (pair,), tuple(family.lower))
     if same_data and count > 1:
         lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
         kept, witnesses = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance)
         up = _envelope_of(kept, lattice)
         # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
-        lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
+        lows = _lower_witnesses(witnesses, spacing)
         return Term((up,), lows, 1, lower_count=count)
     lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
     kept, witnesses = _cover(family, lattice, tolerance=tolerance)
     up = _envelope_of(kept, lattice)
-    lows = tuple(tuple(lower_direction(d.discretize(spacing)) for d in w.directions) for w in witnesses[:_WITNESSES])
+    lows = _lower_witnesses(witnesses, spacing)
     # One round is also answered off the lattice: every member is dominated by a kept pair.
     return Term((up,), lows, count, tuple(kept), witnesses)
+
+
+def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:
+    """The first ``_WITNESSES`` realisable pairs rounded down onto the lattice (both orders each)."""
+    return tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in pairs[:_WITNESSES])
 
 
 def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDirection:
@@ -177,7 +182,7 @@ def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDire
 def _cover(
     family: PairFamily, lattice: _Lattice, *, max_cells: int = _MAX_CELLS, tolerance: float = _CELL_TOLERANCE
 ) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...]]:
-    """Dominating pairs covering every member, and up to two realisable witnesses (branch and bound)."""
+    """Dominating pairs covering every member, and every realised member ordered as witnesses (branch and bound)."""
     cells = list(family.cells) if family.cells is not None else [
         Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
     ]
