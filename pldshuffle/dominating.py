@@ -48,7 +48,9 @@ _MAX_CELLS = 400
 _MAX_BLOCK_CELLS = 24
 #: Lattice points on which branch and bound compares profiles.
 _PROBES = 4097
-_WITNESSES = 3
+_WITNESSES = 6
+#: The witnesses stop when their envelope is this close (relative) to the realisable one.
+_WITNESS_TOLERANCE = 1e-3
 
 Profile = tuple[int, NDArray[np.float64], float]  # (start index, masses, infinity) of one lattice direction
 
@@ -77,16 +79,25 @@ def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float)
 
 
 class _Lattice:
-    """Profiles of pairs on one common index range, for a fixed spacing."""
+    """Profiles of pairs on one common index range, for a fixed spacing.
+
+    Directions are cached per pair *object* (the cache holds the pair, so an ``id`` is never reused for
+    another pair) until :meth:`forget` releases them.
+    """
 
     def __init__(self, spacing: float, profile_of: Callable[[PrivacyLossPair], list[LatticeDirection]]) -> None:
         self.spacing, self.profile_of = spacing, profile_of
-        self._dirs: dict[int, list[LatticeDirection]] = {}
+        self._dirs: dict[int, tuple[PrivacyLossPair, list[LatticeDirection]]] = {}
 
     def directions(self, pair: PrivacyLossPair) -> list[LatticeDirection]:
         if id(pair) not in self._dirs:
-            self._dirs[id(pair)] = self.profile_of(pair)
-        return self._dirs[id(pair)]
+            self._dirs[id(pair)] = (pair, self.profile_of(pair))
+        return self._dirs[id(pair)][1]
+
+    def forget(self, pair: PrivacyLossPair) -> None:
+        entry = self._dirs.get(id(pair))
+        if entry is not None and entry[0] is pair:
+            del self._dirs[id(pair)]
 
     def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
         dirs = [d for p in pairs for d in self.directions(p)]
@@ -157,17 +168,23 @@ def family_term(
         return Term(up, lows, count, (pair,), tuple(family.lower))
     if same_data and count > 1:
         lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
-        kept, witnesses = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance)
+        kept, witnesses, _ = _cover(
+            family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=options.get("max_memory_bytes", math.inf) / 2
+        )
         up = _envelope_of(kept, lattice)
         # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
         lows = _lower_witnesses(witnesses, spacing)
         return Term((up,), lows, 1, lower_count=count)
     lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
-    kept, witnesses = _cover(family, lattice, tolerance=tolerance)
+    # Pairs held by the cover may use half the memory budget (the composition's windows use the rest).
+    max_bytes = options.get("max_memory_bytes", math.inf) / 2
+    kept, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
     up = _envelope_of(kept, lattice)
     lows = _lower_witnesses(witnesses, spacing)
+    if count > 1:  # the exact pairs only serve a single round
+        return Term((up,), lows, count)
     # One round is also answered off the lattice: every member is dominated by a kept pair.
-    return Term((up,), lows, count, tuple(kept), witnesses)
+    return Term((up,), lows, count, tuple(kept), members)
 
 
 def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:
@@ -180,9 +197,20 @@ def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDire
 
 
 def _cover(
-    family: PairFamily, lattice: _Lattice, *, max_cells: int = _MAX_CELLS, tolerance: float = _CELL_TOLERANCE
-) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...]]:
-    """Dominating pairs covering every member, and every realised member ordered as witnesses (branch and bound)."""
+    family: PairFamily,
+    lattice: _Lattice,
+    *,
+    max_cells: int = _MAX_CELLS,
+    tolerance: float = _CELL_TOLERANCE,
+    max_bytes: float = math.inf,
+) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
+    """Dominating pairs covering every member, the lower witnesses, and the realised members that attain
+    the realisable envelope somewhere (branch and bound).
+
+    Memory: a split cell's pairs are released; realised members that attain the realisable envelope at
+    no probe point are dropped (they cannot raise a lower bound there); the refinement stops early --
+    sound, only looser -- when the pairs still held would exceed ``max_bytes``.
+    """
     cells = list(family.cells) if family.cells is not None else [
         Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
     ]
@@ -198,51 +226,93 @@ def _cover(
         return lattice.profile(pair, lo + probe)
 
     def evaluate(cell: Cell) -> tuple[NDArray[np.float64], list[tuple[PrivacyLossPair, NDArray[np.float64]]]]:
-        up = np.max([profile(p) for p in uppers(cell)], axis=0)
-        return up, [(p, profile(p)) for p in lowers(cell)]
+        up_pairs = uppers(cell)
+        up = np.max([profile(p) for p in up_pairs], axis=0)
+        found = [(p, profile(p)) for p in lowers(cell)]
+        for p, _ in found:  # a lower pair's lattice directions are not needed again
+            if all(p is not q for q in up_pairs):
+                lattice.forget(p)
+        return up, found
 
     active = [(c, *evaluate(c)) for c in cells]
     realised = [(p, profile(p)) for p in lower_members] + [w for _, _, ws in active for w in ws]
     best = np.max([prof for _, prof in realised], axis=0)
-    final: set[int] = set()
-    for _ in range(max_cells):
-        scores = []
-        for c, up, _ in active:
-            material = up > _FLOOR
-            excess = (up[material] - best[material]) / np.maximum(best[material], _FLOOR)
-            scores.append(-math.inf if id(c) in final or not excess.size else float(excess.max()))
+
+    def excess(up: NDArray[np.float64]) -> float:
+        material = up > _FLOOR
+        if not np.any(material):
+            return -math.inf
+        return float(np.max((up[material] - best[material]) / np.maximum(best[material], _FLOOR)))
+
+    # Scores only fall as ``best`` rises, so a stale score bounds the current one: rescore lazily, only
+    # the cell about to be split (O(probes) per step instead of O(cells × probes)).
+    scores = [excess(up) for _, up, _ in active]
+    fresh_scores = [True] * len(active)
+    steps = 0
+    while steps < max_cells:
         index = int(np.argmax(scores))
+        if not fresh_scores[index]:
+            scores[index], fresh_scores[index] = excess(active[index][1]), True
+            continue
         if scores[index] <= tolerance:
             break
-        children = active[index][0].split()
-        if children:
-            fresh = [(child, *evaluate(child)) for child in children]
-            active[index : index + 1] = fresh
-            for _, _, ws in fresh:
-                realised.extend(ws)
-                for _, prof in ws:
-                    np.maximum(best, prof, out=best)
-        else:
-            final.add(id(active[index][0]))
-    return [p for c, _, _ in active for p in uppers(c)], _witnesses(realised, probe, lo)
+        realised = [w for w in realised if np.any(w[1] >= best)]
+        if _held_bytes(active, realised) > max_bytes:
+            break
+        steps += 1
+        parent = active[index][0]
+        children = parent.split()
+        if not children:  # a single dataset: nothing left to refine
+            scores[index] = -math.inf
+            continue
+        for p in uppers(parent):
+            lattice.forget(p)
+        fresh = [(child, *evaluate(child)) for child in children]
+        active[index : index + 1] = fresh
+        for _, _, ws in fresh:
+            realised.extend(ws)
+            for _, prof in ws:
+                np.maximum(best, prof, out=best)
+        fresh_scores = [False] * len(active)
+        scores[index : index + 1] = [excess(up) for _, up, _ in fresh]
+        fresh_scores[index : index + len(fresh)] = [True] * len(fresh)
+    realised = [w for w in realised if np.any(w[1] >= best)]
+    return [p for c, _, _ in active for p in uppers(c)], *_witnesses(realised, probe, lo)
 
 
-def _witnesses(realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], probe: NDArray[np.int64], lo: int) -> tuple[PrivacyLossPair, ...]:
-    """Realisable members for the lower bound, best first: the one attaining the lower envelope at ε = 0
-    (it drives many-round compositions), the one attaining it at the most lattice points where it is
-    material, then the one in the far tail (δ ≈ 1e-12).  All realised members follow (they serve the
-    exact single-round evaluation)."""
+def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]]) -> int:
+    """Bytes of the distinct pairs the cover still holds (support arrays and their cached sums)."""
+    held = {id(p): p for c, _, _ in active for p in ([c.upper] if c.members is None else c.members)}
+    held.update((id(p), p) for p, _ in realised)
+    return sum(2 * (d.losses.nbytes + d.masses.nbytes) for p in held.values() for d in p.directions)
+
+
+def _witnesses(
+    realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], probe: NDArray[np.int64], lo: int
+) -> tuple[tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
+    """``(witnesses, members)``: realisable members for the lower bound, and every realised member (they
+    serve the exact single-round evaluation).
+
+    Greedy cover of the realisable envelope: first the member attaining it at ε = 0 (it drives many-round
+    compositions), then, up to ``_WITNESSES``, the member that raises the mean log-ratio of the witnesses'
+    envelope to the realisable one most, over the lattice points where that is material (≥ 1e-15),
+    until it is within ``_WITNESS_TOLERANCE`` everywhere there.
+    """
     stack = np.array([prof for _, prof in realised])
     best = stack.max(axis=0)
     zero = min(int(np.searchsorted(probe, -lo)), best.size - 1)
     picks = [int(np.argmax(stack[:, zero]))]
-    material = (best > 1e-16) & (best < 0.5)
-    if np.any(material):
-        picks.append(int(np.argmax(np.bincount(np.argmax(stack[:, material], axis=0), minlength=len(realised)))))
-    tail = np.flatnonzero(best >= 1e-12)
-    picks.append(int(np.argmax(stack[:, int(tail[-1])])) if tail.size else picks[0])
-    order = list(dict.fromkeys(picks + list(range(len(realised)))))
-    return tuple(realised[i][0] for i in order)
+    material = best >= 1e-15
+    with np.errstate(divide="ignore"):
+        log_ratio = np.log(stack[:, material]) - np.log(best[material])  # ≤ 0, -inf where a member is 0
+    cover = log_ratio[picks[0]]
+    while len(picks) < _WITNESSES and cover.size and cover.min() < math.log1p(-_WITNESS_TOLERANCE):
+        score = np.mean(np.maximum(cover, log_ratio).clip(min=-50.0), axis=1)
+        score[picks] = -math.inf
+        picks.append(int(np.argmax(score)))
+        cover = np.maximum(cover, log_ratio[picks[-1]])
+    members = tuple(p for p, _ in realised)
+    return tuple(members[i] for i in picks), members
 
 
 def _composed_directions(pair: PrivacyLossPair, spacing: float, count: int, options: dict) -> list[LatticeDirection]:

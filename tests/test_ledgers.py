@@ -102,6 +102,47 @@ def test_identity_changes_nothing():
     assert b.upper - exact <= 1e-6 * exact  # the upper bound is the exact single-round worst case
 
 
+def test_witnesses_cover_the_realisable_envelope_in_a_mixed_ledger():
+    """With a second ledger entry the single-round exact evaluation is off; the lower witnesses (greedy
+    cover of the realisable envelope) must still come close to the exact worst case."""
+    members = [ref.pair_binary_rr(100, 1 / (math.exp(4.0) + 1), m) for m in range(100)]
+    coin = {0: (0.5, 0.5), 1: (0.5, 0.5)}
+    exact = ref.delta_ledger([("changing", members, 1), ("pair", [coin], 1)], 0.5)
+    mech = ps.PairMechanism.from_probability_mass_functions([0.5, 0.5], [0.5, 0.5])
+    b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(100, 4.0)).compose(mech).get_delta_bounds(0.5)
+    assert b.lower <= exact <= b.upper
+    assert b.lower >= 0.98 * exact  # three fixed witnesses gave 0.924 of it
+
+
+def test_worst_case_pairs_do_not_outlive_the_accountant():
+    """Dataset pairs of O(√n) outcomes are cached per family only while something still holds them."""
+    import gc
+    import weakref
+
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(2_000, 1.0), 3)
+    acc.get_delta_bounds(0.1)
+    term = acc.certified_pld().terms[0]
+    assert term.exact_upper == () and term.exact_lower == ()  # a composed term keeps no exact pairs
+    family = ps.ShuffledBinaryRR(2_000, 1.0).pair_family()
+    probe = weakref.ref(family.cells[0].upper)
+    del family, acc, term
+    gc.collect()
+    assert probe() is None
+
+
+def test_memory_cap_stops_refinement_but_stays_sound():
+    """A cap on the pairs held stops the branch and bound early: looser, never below the truth."""
+    n, eps0 = 300, 1.0
+    members = [ref.pair_binary_rr(n, 1 / (math.exp(eps0) + 1), m) for m in range(n)]
+    exact = ref.delta_ledger([("changing", members, 1)], 0.1)
+    # 2**17 bytes leave 64 KiB for pairs: less than the 16 initial cells hold, so no cell is split.
+    capped = ps.FourierAccountant(max_memory_bytes=2**17).compose(ps.ShuffledBinaryRR(n, eps0)).get_delta_bounds(0.1)
+    free = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0)).get_delta_bounds(0.1)
+    assert capped.lower <= exact <= capped.upper
+    assert free.lower <= exact <= free.upper
+    assert free.upper < capped.upper and free.upper - exact <= 1e-6 * exact
+
+
 def test_asymmetric_pair_with_2rr_worst_case():
     """Both orders of every dataset matter when the ledger holds an asymmetric pair."""
     rng = np.random.default_rng(7)

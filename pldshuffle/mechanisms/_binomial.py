@@ -85,14 +85,20 @@ def binomial_windows(
         return trials.copy(), trials.copy()
     half = np.broadcast_to(np.asarray(tail_mass, dtype=np.float64) / 2.0, trials.shape)
     mode = np.minimum(np.floor((trials + 1) * prob).astype(np.int64), trials)
-    a, b = np.zeros_like(trials), mode.copy()  # lo = largest k <= mode with P[X <= k-1] <= half
+    # Hoeffding, P[|X - np| >= s] <= e^{-2s²/n} each side, brackets both searches to O(√n) width.
+    with np.errstate(divide="ignore"):
+        log_tail = np.clip(-np.log(half), 0.0, 4.0 * np.log(2.0) * 1024)  # half = 0 needs the whole range
+    reach = np.minimum(np.sqrt(trials * log_tail / 2.0), trials)
+    floor_ok = np.clip(np.floor(trials * prob - reach).astype(np.int64), 0, mode)  # P[X <= k-1] <= half
+    ceil_ok = np.clip(np.ceil(trials * prob + reach).astype(np.int64), mode, trials)  # P[X > k] <= half
+    a, b = floor_ok, mode.copy()  # lo = largest k <= mode with P[X <= k-1] <= half
     while (act := np.flatnonzero(a < b)).size:
         mid = (a[act] + b[act] + 1) // 2
         ok = _cdf(mid - 1, trials[act], prob) <= half[act]
         a[act[ok]] = mid[ok]
         b[act[~ok]] = mid[~ok] - 1
     lo = a
-    a, b = np.maximum(mode, lo), trials.copy()  # hi = smallest k >= mode with P[X > k] <= half
+    a, b = np.maximum(mode, lo), ceil_ok  # hi = smallest k >= mode with P[X > k] <= half
     while (act := np.flatnonzero(a < b)).size:
         mid = (a[act] + b[act]) // 2
         ok = _sf(mid, trials[act], prob) <= half[act]

@@ -14,15 +14,15 @@ and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable
+from weakref import WeakValueDictionary
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from .._validation import check_choice, check_int, check_local_epsilon
 from ..pld import LossDistribution, PrivacyLossPair
-from ._binomial import binomial_window
+from ._binomial import binomial_pmf, binomial_window
 from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 
 __all__ = ["ShuffledBinaryRR"]
@@ -96,39 +96,44 @@ class ShuffledBinaryRR(ShuffleMechanism):
             return PairFamily.exact(self.dataset_pair(0, tail_mass=tail_mass), is_guarantee=False, caveats=(caveat,))
         half = (self.num_users - 1) // 2  # δ_m = δ_{n-1-m}
         edges = np.unique(np.linspace(0, half + 1, min(_INITIAL_CELLS, half + 1) + 1).astype(np.int64))
-        cells = tuple(self._cell(int(a), int(b) - 1, tail_mass) for a, b in zip(edges[:-1], edges[1:]))
+        # A split cell's children revisit one of its pairs.  The cache only finds pairs that something
+        # still holds (weak references): a strong cache would keep every pair of O(√n) outcomes alive.
+        cache: WeakValueDictionary[tuple[int, int], PrivacyLossPair] = WeakValueDictionary()
+
+        def pair(users: int, m: int) -> PrivacyLossPair:
+            found = cache.get((users, m))
+            if found is None:
+                found = cache[users, m] = _dataset_pair(users, self.local_epsilon, m, tail_mass)
+            return found
+
+        cells = tuple(self._cell(int(a), int(b) - 1, pair) for a, b in zip(edges[:-1], edges[1:]))
         return PairFamily.from_cells(cells)
 
-    def _cell(self, first: int, last: int, tail_mass: float) -> Cell:
+    def _cell(self, first: int, last: int, pair: Callable[[int, int], PrivacyLossPair]) -> Cell:
         """Datasets with ``m ∈ [first, last]`` ones among the others.
 
         Upper pair: the ``last - first`` users whose bits vary inside the cell are revealed to the analyst,
         i.e. the dataset pair of ``n - (last - first)`` users with ``m = first``; every dataset of the cell
         adds independent noise (those users' reports) to both hypotheses of it, a post-processing.
         """
-        n, eps0 = self.num_users, self.local_epsilon
+        n = self.num_users
         width = last - first
         half = (n - 1) // 2
         exact_m = first if first <= half - last else last  # the end nearer 0 or (n-1)/2, where maxima occur
 
         label = f"m in [{first}, {last}]"
         if width == 0:
-            return Cell(lambda: self.dataset_pair(first, tail_mass=tail_mass), label=f"m = {first}")
+            return Cell(lambda: pair(n, first), label=f"m = {first}")
 
         def split() -> tuple[Cell, ...]:
             mid = (first + last) // 2
-            return (self._cell(first, mid, tail_mass), self._cell(mid + 1, last, tail_mass))
+            return (self._cell(first, mid, pair), self._cell(mid + 1, last, pair))
 
         if width < _ENUMERATED_CELL:
             # Few datasets: bound them by their own envelope, tight because neighbours are nearly equal.
-            members = lambda: tuple(self.dataset_pair(m, tail_mass=tail_mass) for m in range(first, last + 1))  # noqa: E731
+            members = lambda: tuple(pair(n, m) for m in range(first, last + 1))  # noqa: E731
             return Cell(split=split, label=label, make_members=members)
-        return Cell(
-            lambda: ShuffledBinaryRR(n - width, eps0).dataset_pair(first, tail_mass=tail_mass),
-            lambda: self.dataset_pair(exact_m, tail_mass=tail_mass),
-            split,
-            label,
-        )
+        return Cell(lambda: pair(n - width, first), lambda: pair(n, exact_m), split, label)
 
     def dataset_pair(self, ones_among_others: int, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PrivacyLossPair:
         """Exact pair ``(P_m, Q_m)`` for ``m = ones_among_others`` (O(n) time, O(√n) support after windowing).
@@ -140,9 +145,8 @@ class ShuffledBinaryRR(ShuffleMechanism):
         return _dataset_pair(self.num_users, self.local_epsilon, m, tail_mass)
 
 
-@lru_cache(maxsize=8192)
 def _dataset_pair(n: int, eps0: float, m: int, tail_mass: float) -> PrivacyLossPair:
-    """Cached: branch and bound revisits the datasets of a cell when it splits the cell."""
+    """The pair ``(P_m, Q_m)`` of ``n`` users with ``m`` ones among the others (see :meth:`ShuffledBinaryRR.dataset_pair`)."""
     p = float(1.0 / (np.exp(eps0) + 1.0))
     noise, dropped = _pmf_window(m, n - 1 - m, p)
     return _pair_from_noise(noise, dropped, p, tail_mass, f"2RR dataset pair, n={n}, m={m}")
@@ -156,7 +160,7 @@ def _pmf_window(ones: int, zeros: int, p: float) -> tuple[NDArray[np.float64], f
     lo_total, hi_total = 0, 0
     for trials, prob in ((ones, 1.0 - p), (zeros, p)):
         lo, hi, d = binomial_window(trials, prob, _INNER_TAIL)
-        parts.append(stats.binom.pmf(np.arange(lo, hi + 1), trials, prob))
+        parts.append(binomial_pmf(np.arange(lo, hi + 1), trials, prob))
         dropped += d
         lo_total += lo
         hi_total += hi - trials
