@@ -37,6 +37,7 @@ _EXPORTS = {
     "ShuffledBinaryRR": ".mechanisms.binary_rr",
     "ShuffledKRR": ".mechanisms.krr",
     "ShuffledLDP": ".mechanisms.clones",
+    "SlowComputationWarning": ".results",
     "calibrate_local_epsilon": ".calibrate",
     "find_max_rounds": ".calibrate",
     "find_min_users": ".calibrate",
@@ -61,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair
-    from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning
+    from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning, SlowComputationWarning
 
 
 def __getattr__(name: str) -> object:

@@ -18,22 +18,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_epsilons, check_int, check_positive_finite, check_probability
-from .certified import CertifiedPLD, MemoryBudgetError, choose_spacing
-from .dominating import family_term
+from ._build import build_ledger
+from ._estimate import warn_if_slow
+from .certified import CertifiedPLD, choose_spacing, relative_target
 from .fft import get_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
 __all__ = ["FourierAccountant"]
-
-_COARSENINGS = 8
-
-
-def _relative_target(rounds: int) -> float:
-    """Default certified relative ε gap: 1e-4 for one round, 1e-3 up to 64 rounds, 2e-3 beyond."""
-    if rounds == 1:
-        return 1e-4
-    return 1e-3 if rounds <= 64 else 2e-3
 
 
 class FourierAccountant:
@@ -48,11 +40,14 @@ class FourierAccountant:
         Probability mass each mechanism may drop per truncated coordinate (booked, never lost).
     fft_backend : {"auto", "pyfftw", "scipy"}
     max_memory_bytes : int
-        Refuse (``ValueError``, before allocating) a composition whose working set would exceed this.
+        Refuse (:class:`~pldshuffle.certified.MemoryBudgetError`, a ``ValueError``, before allocating) a
+        composition whose working set would exceed this even on a coarser automatic lattice.
     relative_gap_target : float, optional
         Override the automatic relative ε-gap target (1e-4 / 1e-3 / 2e-3 for 1 / ≤64 / more rounds).
     progress : callable, optional
-        Called with a short message at each stage of building the composition.
+        Called with a short message at each stage of building the composition.  A composition estimated
+        to take more than ~30 s (:func:`pldshuffle._estimate.estimated_seconds`) is announced there and
+        with a :class:`~pldshuffle.SlowComputationWarning` first.
 
     Examples
     --------
@@ -138,44 +133,15 @@ class FourierAccountant:
         if not self._ledger:
             raise ValueError("nothing composed yet: call compose(mechanism, count) before querying")
         if self._pld is None:
-            spacing = self.value_discretization_interval or self._auto_spacing()
-            for attempt in range(_COARSENINGS + 1):
-                try:
-                    self._pld = self._build(spacing)
-                    break
-                except MemoryBudgetError:
-                    if self.value_discretization_interval is not None or attempt == _COARSENINGS:
-                        raise MemoryBudgetError(
-                            f"the composition does not fit max_memory_bytes={self.max_memory_bytes:,} at "
-                            f"value_discretization_interval={spacing:.3g}; pass a larger value_discretization_interval "
-                            "or relative_gap_target, compose fewer rounds, or raise max_memory_bytes"
-                        ) from None
-                    spacing *= 2.0
-                    self._report(f"coarsening the lattice to Δ={spacing:.3g} to fit max_memory_bytes")
+            warned = warn_if_slow(self.ledger, self._report)  # from the parameters alone, before building families
+            target = self.relative_gap_target or relative_target(self.rounds)
+            spacing = self.value_discretization_interval or choose_spacing([(self._family(m).upper[0], n) for m, n in self.ledger], target)
+            if not warned:
+                warn_if_slow(self.ledger, self._report, family=self._family, spacing=spacing)
+            options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
+            self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
+                                     tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report)
         return self._pld
-
-    def _build(self, spacing: float) -> CertifiedPLD:
-        options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
-        pld = None
-        for (mechanism, same_data), count in self._ledger.items():
-            self._report(f"building {mechanism.describe()} on a lattice of spacing {spacing:.3g}")
-            family = self._family(mechanism)
-            # The branch and bound over datasets works to the requested relative gap (1e-3 by default).
-            tolerance = self.relative_gap_target or 1e-3
-            term = family_term(family, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
-            caveats = family.caveats + (
-                (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()
-            )
-            piece = CertifiedPLD(spacing, (term,), family.is_guarantee, caveats, **options)
-            pld = piece if pld is None else pld.compose(piece)
-        assert pld is not None
-        self._report(f"composing {self.rounds} rounds (FFT, certified error terms)")
-        pld.realize()
-        return pld
-
-    def _auto_spacing(self) -> float:
-        firsts = [(self._family(m).upper[0], n) for (m, _), n in self._ledger.items()]
-        return choose_spacing(firsts, self.relative_gap_target or _relative_target(self.rounds))
 
     # ------------------------------------------------------------------ queries
     def _labels(self) -> tuple[bool, tuple[str, ...], dict[str, Any]]:

@@ -45,7 +45,7 @@ from .lattice import (
 )
 from .pld import MASS_RTOL, PrivacyLossPair
 
-__all__ = ["CertifiedPLD", "MemoryBudgetError", "choose_spacing", "invert"]
+__all__ = ["CertifiedPLD", "MemoryBudgetError", "choose_spacing", "composed_range", "invert", "relative_target"]
 
 #: Tilted Chernoff tolerance of every realisation window (folded mass, relative after untilting).
 _TAIL_TOLERANCE = 1e-18
@@ -53,9 +53,12 @@ _TAIL_TOLERANCE = 1e-18
 _TILT_DELTAS = (1e-8, 1e-14)
 #: Automatic spacing keeps the composition window below this many lattice points.
 _MAX_POINTS = 2**21
-#: Bytes held per window point by one cached realisation (profile + suffix) and while realising.
+#: Bytes held per window point by one cached realisation (masses, profile, suffix) and, transiently, while
+#: realising (measured: ~90 per point beyond what the realisation keeps).
 BYTES_PER_POINT = 24
-WORK_BYTES_PER_POINT = 64
+WORK_BYTES_PER_POINT = 96
+#: Bytes per point of the aligned buffers kept by the cached FFTW plans of one window size (pyfftw only).
+PLAN_BYTES_PER_POINT = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,6 +204,8 @@ class CertifiedPLD:
         return bounds
 
     def _composites(self, part: str) -> list[Composite]:
+        if "upper" not in self._cache and "lower" not in self._cache:
+            self._check_budget()
         if part not in self._cache:
             self._cache[part] = self._realize_upper() if part == "upper" else self._realize_lower()
         return self._cache[part]
@@ -227,10 +232,10 @@ class CertifiedPLD:
         return self._cache["tilts"]
 
     def _realize_upper(self) -> list[Composite]:
-        return [self._composite(combo, upper=True) for combo in self._combinations("upper")]
+        return [self._composite(combo, upper=True, index=i) for i, combo in enumerate(self._combinations("upper"))]
 
     def _realize_lower(self) -> list[Composite]:
-        return [self._composite(combo, upper=False) for combo in self._combinations("lower")]
+        return [self._composite(combo, upper=False, index=i) for i, combo in enumerate(self._combinations("lower"))]
 
     def dominating_measures(self) -> list[LatticeDirection]:
         """The composed upper measures (one per order) as lattice measures with every error folded in.
@@ -241,32 +246,60 @@ class CertifiedPLD:
         """
         return [c.dominating_measure(self.spacing) for c in self._composites("upper")]
 
-    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool) -> Composite:
+    def _windows(self, part: str) -> list[tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]]:
+        """Per combination of ``part``: certified shifts, their penalties and the ``(θ, first index, size)`` of
+        each realisation window (none when the finite part is empty or there is one round: no FFT)."""
+        key = f"windows-{part}"
+        if key in self._cache:
+            return self._cache[key]
+        backend = get_backend(self.fft_backend)
+        plans = []
+        for combo in self._combinations(part):
+            shifts, penalties = np.zeros(1), np.zeros(1)
+            if part == "lower" and all(d.finite_mass > 0.0 for d, _ in combo):
+                shifts, penalties = shift_certificate(combo, self.spacing)
+            windows = []
+            if all(d.finite_mass > 0.0 for d, _ in combo) and sum(n for _, n in combo) > 1:
+                factors = [d.factor(n) for d, n in combo]
+                floor = -float(shifts[-1]) - self.spacing
+                support_lo = composed_support(factors, self.spacing)[0]
+                for theta in self._tilts():
+                    lo, hi = window(factors, self.spacing, theta, _TAIL_TOLERANCE)
+                    if theta == 0.0 and hi > floor and lo > support_lo:  # answer every ε ≥ 0 (and the shifts below)
+                        lo = max(min(lo, floor), support_lo)
+                    lo_index = int(math.floor(lo / self.spacing)) - 1
+                    windows.append((theta, lo_index, backend.fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
+            plans.append((shifts, penalties, windows))
+        self._cache[key] = plans
+        return plans
+
+    def _check_budget(self) -> None:
+        """Refuse, before realising anything, a composition whose windows together exceed the memory cap."""
+        sizes = [size for part in ("upper", "lower") for *_, windows in self._windows(part) for _, _, size in windows]
+        if sizes:
+            plans = PLAN_BYTES_PER_POINT * sum(set(sizes)) if get_backend(self.fft_backend).name == "pyfftw" else 0
+            _check_memory(max(sizes), self.max_memory_bytes, self.spacing, BYTES_PER_POINT * sum(sizes) + plans)
+
+    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int) -> Composite:
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)
         if any(d.finite_mass <= 0.0 for d, _ in combo):  # the finite part of the composition is empty
             return Composite((), infinity, relative)
         factors = [d.factor(n) for d, n in combo]
-        shifts, penalties = np.zeros(1), np.zeros(1)
-        if not upper:
-            shifts, penalties = shift_certificate(combo, self.spacing)
+        shifts, penalties, windows = self._windows("upper" if upper else "lower")[index]
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
             return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties)
         backend = get_backend(self.fft_backend)
-        floor = -float(shifts[-1]) - self.spacing
-        support_lo = composed_support(factors, self.spacing)[0]
         reals = []
-        for theta in self._tilts():
-            lo, hi = window(factors, self.spacing, theta, _TAIL_TOLERANCE)
-            if theta == 0.0 and hi > floor and lo > support_lo:  # answer every ε ≥ 0 (and the shifts below)
-                lo = max(min(lo, floor), support_lo)
-            lo_index = int(math.floor(lo / self.spacing)) - 1
-            size = backend.fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)
-            held = self._cache.get("bytes", 0)
+        for theta, lo_index, size in windows:
+            sizes = self._cache.setdefault("sizes", set())
+            # Every new window size adds a pair of cached FFTW plans with their buffers.
+            held = self._cache.get("bytes", 0) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
             _check_memory(size, self.max_memory_bytes, self.spacing, held)
             reals.append(realize(factors, self.spacing, theta, lo_index, size, backend))
             self._cache["bytes"] = held + size * BYTES_PER_POINT
+            sizes.add(size)
         return Composite(tuple(reals), infinity, relative, shifts, penalties)
 
 
@@ -299,15 +332,20 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     return tilts
 
 
-def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
-    """Lattice spacing for a ledger (one representative pair per entry, with its round count).
+def relative_target(rounds: int) -> float:
+    """Default certified relative ε gap: 1e-4 for one round, 1e-3 up to 64 rounds, 2e-3 beyond."""
+    if rounds == 1:
+        return 1e-4
+    return 1e-3 if rounds <= 64 else 2e-3
 
-    Δ ≈ target·ε/(4√rounds) from a Chernoff estimate of ε at δ = 1e-3 over both orders (for one round,
-    1e-2·ε: a single round is answered off the lattice), never so fine that the composition window
-    (Chernoff tails 1e-18) exceeds ``_MAX_POINTS`` lattice points; clipped to [1e-7, 1e-2].
+
+def composed_range(pairs: list[tuple[PrivacyLossPair, int]]) -> tuple[float, float]:
+    """``(ε, width)`` of a ledger (one representative pair per entry, with its round count), on a coarse lattice.
+
+    ``ε`` is a Chernoff estimate at δ = 1e-3 over both orders and ``width`` the length of the composition
+    window at θ = 0 (Chernoff tails 1e-18); a lattice of spacing Δ needs about ``width/Δ`` points.
     """
     coarse = 1e-3
-    rounds = sum(n for _, n in pairs)
     epsilon, width = 0.0, 0.0
     for order in (0, 1):
         factors = []
@@ -321,6 +359,18 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
         width = max(width, hi - min(lo, 0.0))
         log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
         epsilon = max(epsilon, float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS)))
+    return epsilon, width
+
+
+def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
+    """Lattice spacing for a ledger (one representative pair per entry, with its round count).
+
+    Δ ≈ target·ε/(4√rounds) from the Chernoff estimate of ε of :func:`composed_range` (for one round,
+    1e-2·ε: a single round is answered off the lattice), never so fine that the composition window
+    exceeds ``_MAX_POINTS`` lattice points; clipped to [1e-7, 1e-2].
+    """
+    rounds = sum(n for _, n in pairs)
+    epsilon, width = composed_range(pairs)
     scale = max(epsilon, 0.05)
     spacing = 1e-2 * scale if rounds == 1 else target * scale / (4.0 * math.sqrt(rounds))
     return float(np.clip(max(spacing, width / _MAX_POINTS), 1e-7, 1e-2))

@@ -2,17 +2,20 @@
 
 Run ``pldshuffle --help`` (or ``python -m pldshuffle --help``) for usage and examples.  Every
 subcommand prints a privacy statement in words, or with ``--json`` one JSON object whose schema is
-documented in :func:`main`.  Errors print one line ``pldshuffle: error: ...`` on stderr and exit with
+documented in :func:`main`.  Progress goes to stderr: a self-overwriting status line on a terminal,
+nothing when stderr is not a terminal unless ``--progress`` (one line per stage), nothing with
+``--quiet``.  Errors print one line ``pldshuffle: error: ...`` on stderr and exit with
 status 2; no traceback is shown for bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, NoReturn
 
@@ -22,11 +25,14 @@ from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
 from ._cli_ledger import MECHANISMS, CLIError, build_mechanism, ledger_from_args, single_parameters
 from ._cli_output import record, statement
-from .results import DeltaBounds, EpsilonBounds, json_safe
+from ._progress import ProgressReporter, choose_mode
+from .results import DeltaBounds, EpsilonBounds, SlowComputationWarning, json_safe
 
 __all__ = ["main"]
 
 _EXIT_USAGE = 2
+#: Seconds before the status line appears on a terminal: quick commands print nothing.
+_BAR_DELAY = 1.0
 
 _DESCRIPTION = """\
 Certified differential-privacy bounds for the shuffle model.
@@ -122,22 +128,29 @@ class _Parser(argparse.ArgumentParser):
         raise CLIError(f"{message} (see `{self.prog} --help`)")
 
 
-def _progress(args: argparse.Namespace) -> Callable[[str], None]:
-    start = time.monotonic()
+@contextlib.contextmanager
+def _reporting(args: argparse.Namespace) -> Iterator[ProgressReporter]:
+    """The progress sink of a command; :class:`SlowComputationWarning` is printed through it as one line."""
+    reporter = ProgressReporter(sys.stderr, choose_mode(sys.stderr, quiet=args.quiet, lines=args.progress), delay=_BAR_DELAY)
+    with reporter, warnings.catch_warnings():
+        shown = warnings.showwarning
 
-    def report(message: str) -> None:
-        if not args.quiet:
-            print(f"pldshuffle: [{time.monotonic() - start:6.1f} s] {message}", file=sys.stderr, flush=True)
+        def show(message: Warning | str, category: type[Warning], *rest: Any, **options: Any) -> None:
+            if issubclass(category, SlowComputationWarning):
+                reporter.warn(str(message))
+            else:
+                shown(message, category, *rest, **options)
 
-    return report
+        warnings.simplefilter("always", SlowComputationWarning)
+        warnings.showwarning = show
+        yield reporter
 
 
 # ---------------------------------------------------------------------- subcommands
-def _run_query(args: argparse.Namespace) -> int:
+def _run_query(args: argparse.Namespace, report: ProgressReporter) -> int:
     ledger = ledger_from_args(args)
-    report = _progress(args)
     rounds = sum(count for _, count in ledger)
-    # Stage messages on stderr (unless --quiet) for compositions; a single round answers at once.
+    # Stage messages for compositions; a single round answers at once.
     accountant = FourierAccountant(progress=report if rounds > 1 else None)
     for mechanism, count in ledger:
         accountant.compose(mechanism, count)
@@ -148,6 +161,7 @@ def _run_query(args: argparse.Namespace) -> int:
         value, bounds = args.delta, accountant.get_epsilon_bounds(args.delta)
     else:
         value, bounds = args.epsilon, accountant.get_delta_bounds(args.epsilon)
+    report.close()  # the status line ends before the answer goes to the same terminal
     _emit(args, accountant.ledger, accountant.rounds, args.command, value, bounds, extra=None)
     return 0
 
@@ -182,13 +196,13 @@ def _emit(
     print(statement(ledger, rounds, query, value, bounds))
 
 
-def _run_calibrate(args: argparse.Namespace) -> int:
+def _run_calibrate(args: argparse.Namespace, report: ProgressReporter) -> int:
     from .calibrate import calibrate_local_epsilon, find_max_rounds, find_min_users
 
     if args.mechanism is None:
         raise CLIError("--mechanism is required for calibrate (one mechanism kind; --compose/--spec are not supported here)")
     fixed = single_parameters(args)
-    target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": _progress(args)}
+    target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": report}
     rounds = args.rounds if args.rounds is not None else 1
     conflicting = {"local-epsilon": ("local_epsilon", "gamma"), "num-users": ("num_users",), "rounds": ("rounds",)}
     given = [name for name in conflicting[args.parameter] if getattr(args, name) is not None]
@@ -203,6 +217,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         result = find_max_rounds(build_mechanism(args.mechanism, fixed), **target)
     record = result.to_dict()
     extra = {key: record[key] for key in ("parameter", "value", "bracket", "target_epsilon", "target_delta")}
+    report.close()
     _emit(args, ((result.mechanism, result.rounds),), result.rounds, "epsilon", args.delta, result.bounds, extra)
     return 0
 
@@ -274,7 +289,10 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
 
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the statement")
-    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    parser.add_argument("--quiet", action="store_true", help="nothing on stderr but errors (wins over --progress)")
+    parser.add_argument("--progress", action="store_true",
+                        help="one progress line per stage on stderr, also when it is not a terminal (for logs); "
+                        "by default a status line is shown on a terminal only")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -332,9 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return _EXIT_USAGE
-        if args.command == "calibrate":
-            return _run_calibrate(args)
-        return _run_query(args)
+        with _reporting(args) as report:
+            return (_run_calibrate if args.command == "calibrate" else _run_query)(args, report)
     except (CLIError, ValueError, TypeError, ArithmeticError, MemoryError) as exc:
         print(f"pldshuffle: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE

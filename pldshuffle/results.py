@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "NotAGuaranteeWarning", "json_safe", "warn_if_not_guarantee",
+    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "NotAGuaranteeWarning", "SlowComputationWarning", "json_safe", "warn_if_not_guarantee",
 ]
 
 #: Why an ε bracket can be infinite; printed with every such result (see ``docs/mathematics.md#definitions``).
@@ -53,6 +53,15 @@ class NotAGuaranteeWarning(UserWarning):
     example ``ShuffledKRR(..., adversary="histogram")`` or ``ShuffledBinaryRR(..., dataset="khh21")``):
     its upper end is a *lower* bound on the worst case over all neighbouring datasets.  Silence it with
     ``warnings.simplefilter("ignore", NotAGuaranteeWarning)`` when the lower bound is what you want.
+    """
+
+
+class SlowComputationWarning(UserWarning):
+    """A computation is estimated to take more than ~30 s; the message states the estimate.
+
+    Emitted by :class:`~pldshuffle.FourierAccountant` before building a composition whose rough a-priori
+    estimate (:func:`pldshuffle._estimate.estimated_seconds`) exceeds 30 s; the same message goes to its
+    ``progress`` callback.  Silence it with ``warnings.simplefilter("ignore", SlowComputationWarning)``.
     """
 
 

@@ -174,3 +174,55 @@ print(json.dumps({{"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1
         assert "max_memory_bytes" in result["outcome"]
     else:
         assert result["outcome"][0] <= result["outcome"][1]
+
+
+#: Words of a refusal that states the estimate and how to shrink the request.
+_REFUSAL_WORDS = ("lattice points", "GiB", "value_discretization_interval", "rounds", "max_memory_bytes")
+
+
+def test_peak_rss_within_cap_plus_300_mib_or_refusal_in_a_fresh_process():
+    """The issue's criterion, literally: peak RSS <= cap + 300 MiB, or a refusal stating the estimate and advice."""
+    import json
+    import subprocess
+    import sys
+
+    cap = 2**30
+    code = f"""
+import json, resource
+import pldshuffle as ps
+acc = ps.FourierAccountant(max_memory_bytes={cap}).compose(ps.ShuffledBinaryRR(10_000, 1.0, dataset="khh21"), 10**6)
+try:
+    b = acc.get_epsilon_bounds(1e-8)
+    outcome = [b.lower, b.upper]
+except ValueError as exc:
+    outcome = str(exc)
+print(json.dumps({{"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "outcome": outcome}}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if isinstance(result["outcome"], str):
+        assert all(word in result["outcome"] for word in _REFUSAL_WORDS), result["outcome"]
+    else:
+        assert result["rss"] <= cap + 300 * 2**20  # ru_maxrss is in KiB on Linux
+        assert 0 < result["outcome"][0] <= result["outcome"][1]
+
+
+def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
+    import tracemalloc
+
+    acc = ps.FourierAccountant(value_discretization_interval=1e-5, max_memory_bytes=2**30)
+    acc.compose(ps.ShuffledBinaryRR(10_000, 1.0, dataset="khh21"), 10**6)
+    tracemalloc.start()
+    try:
+        with pytest.warns(ps.SlowComputationWarning), pytest.raises(ps.certified.MemoryBudgetError) as info:
+            acc.get_epsilon_bounds(1e-8)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(word in str(info.value) for word in _REFUSAL_WORDS), str(info.value)
+    assert peak < 2**28  # nothing near the ~13 GiB the composition needs was allocated
+
+
+def test_absurd_number_of_users_is_refused_up_front():
+    with pytest.raises(ValueError, match="num_users must be an integer >= 2 and <= 9007199254740992"):
+        ps.ShuffledKRR(2**63, 4, gamma=0.25, adversary="strong")

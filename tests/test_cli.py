@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 import pldshuffle
+from pldshuffle import _estimate, cli
+from pldshuffle._progress import ProgressReporter, choose_mode
 from pldshuffle.cli import _parser, main
 
 BINARY = ["--mechanism", "binary-rr", "--num-users", "1000", "--local-epsilon", "1"]
@@ -33,7 +38,7 @@ def test_statement_names_everything():
 
 
 def test_json_schema_and_loud_non_guarantee():
-    proc = run("epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--json")
+    proc = run("epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--json", "--progress")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert set(record) >= {"mechanisms", "rounds", "target_delta", "lower", "upper", "is_guarantee", "caveats", "diagnostics"}
@@ -44,7 +49,81 @@ def test_json_schema_and_loud_non_guarantee():
     assert record["rounds"] == 2 and record["target_delta"] == 1e-6
     assert 0 < record["lower"] <= record["upper"]
     assert record["is_guarantee"] is False and record["caveats"]
-    assert "computing" in proc.stderr  # progress for multi-round runs
+    assert "computing" in proc.stderr  # progress lines for multi-round runs with --progress
+    assert all(line.startswith("pldshuffle: [") for line in proc.stderr.splitlines())
+
+
+def test_no_progress_on_stderr_when_not_a_terminal():
+    proc = run("epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--json")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert json.loads(proc.stdout)["rounds"] == 2
+
+
+def test_quiet_wins_over_progress(capsys):
+    assert main(["epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--progress", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_status_line_on_a_terminal(monkeypatch, capsys):
+    """On a terminal: one line redrawn with \r, cut to the terminal width, ended with a newline; stdout as before."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(cli, "_BAR_DELAY", 0.0)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((40, 24)))
+    assert main(["epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rounds"] == 2
+    err = terminal.getvalue()
+    assert err.startswith("\r") and err.endswith("\n") and err.count("\n") == 1
+    frames = err.rstrip("\n").split("\r")[1:]
+    assert frames and all(len(frame) == 39 for frame in frames)
+    assert any("stage" in frame for frame in frames) and "[" in frames[-1]
+
+
+def test_status_line_is_ended_on_error_and_quick_commands_print_nothing(monkeypatch):
+    terminal = _Terminal()
+    with pytest.raises(RuntimeError), ProgressReporter(terminal, "bar", delay=0.0) as report:
+        report("a stage")
+        raise RuntimeError
+    assert terminal.getvalue().startswith("\rpldshuffle: ") and terminal.getvalue().endswith("\n")
+    quick = _Terminal()
+    with ProgressReporter(quick, "bar", delay=60.0) as report:
+        report("a quick stage")
+    assert quick.getvalue() == ""
+
+
+def test_progress_modes():
+    assert choose_mode(_Terminal(), quiet=False, lines=False) == "bar"
+    assert choose_mode(io.StringIO(), quiet=False, lines=False) == "off"
+    assert choose_mode(io.StringIO(), quiet=False, lines=True) == "lines"
+    assert choose_mode(_Terminal(), quiet=True, lines=True) == "quiet"
+    clock = iter([0.0, 1.5, 2.0]).__next__
+    lines = io.StringIO()
+    report = ProgressReporter(lines, "lines", clock=clock)
+    report("first")
+    report.warn("slow")
+    report("slow")  # the warning's own stage message is not repeated
+    assert lines.getvalue() == "pldshuffle: [   1.5 s] first\npldshuffle: warning: slow\n"
+    off = io.StringIO()
+    ProgressReporter(off, "off")("stage")
+    ProgressReporter(off, "off").warn("slow")
+    assert off.getvalue() == "pldshuffle: warning: slow\n"
+    quiet = io.StringIO()
+    ProgressReporter(quiet, "quiet").warn("slow")
+    assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("flags, expected", [((), 1), (("--progress",), 1), (("--quiet",), 0)])
+def test_slow_computation_warning_is_one_line(flags, expected, monkeypatch, capsys):
+    monkeypatch.setattr(_estimate, "SLOW_SECONDS", 0.0)
+    assert main(["epsilon", *KHH21, "--rounds", "2", "--delta", "1e-6", *flags]) == 0
+    err = capsys.readouterr().err
+    assert err.count("pldshuffle: warning: this composition is estimated to take") == expected
+    assert err.count("estimated") == expected and "Warning" not in err
 
 
 def test_loud_line_when_not_a_guarantee(capsys):
@@ -120,7 +199,7 @@ def test_compose_and_spec_round_trip(tmp_path, capsys):
 
 def test_calibrate_subprocess():
     proc = run("calibrate", "local-epsilon", "--mechanism", "binary-rr", "--num-users", "1000", "--dataset", "khh21",
-               "--target-epsilon", "0.5", "--delta", "1e-6", "--json")
+               "--target-epsilon", "0.5", "--delta", "1e-6", "--json", "--progress")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     cal = record["calibration"]
@@ -159,7 +238,8 @@ SMALL = ["--num-users", "50", "--local-epsilon", "1"]
 #: For every subcommand, invocations that together use each flag its --help shows (checked below).
 FLAG_RUNS = {
     "epsilon": [
-        ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--delta", "1e-3", "--json"],
+        ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--delta", "1e-3", "--json",
+         "--progress"],
         ["--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5", "--adversary", "strong",
          "--delta", "1e-3", "--quiet"],
         ["--mechanism", "ldp", *SMALL, "--reduction", "fmt23", "--delta", "1e-3"],
@@ -171,7 +251,8 @@ FLAG_RUNS = {
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--delta", "1e-3"],
     ],
     "delta": [
-        ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--epsilon", "0.5", "--json"],
+        ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--epsilon", "0.5", "--json",
+         "--progress"],
         ["--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5", "--adversary", "weak",
          "--epsilon", "0.5", "--quiet"],
         ["--mechanism", "ldp", *SMALL, "--reduction", "fmt20", "--epsilon", "0.5"],
@@ -190,7 +271,7 @@ FLAG_RUNS = {
         ["num-users", "--mechanism", "ldp", "--local-epsilon", "1", "--reduction", "fmt23", "--target-epsilon", "1",
          "--delta", "1e-3", "--quiet"],
         ["rounds", "--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5",
-         "--adversary", "strong", "--target-epsilon", "2", "--delta", "1e-3"],
+         "--adversary", "strong", "--target-epsilon", "2", "--delta", "1e-3", "--progress"],
         ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6",
          "--subset-size", "2", "--local-epsilon", "1", "--target-epsilon", "2", "--delta", "1e-3"],
         ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
@@ -231,6 +312,8 @@ def test_every_shown_flag_works(command, index, tmp_path, capsys):
         assert "Privacy statement" in out
     if "--quiet" in argv:
         assert err == ""
+    if "--progress" in argv:
+        assert err.startswith("pldshuffle: [")
 
 
 def test_infinite_epsilon_statement_explains(capsys):

@@ -1,0 +1,90 @@
+"""Building a ledger into one :class:`~pldshuffle.certified.CertifiedPLD` for the accountant.
+
+Each entry becomes one term on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
+are composed and realised at once.  With an automatic spacing, a composition that would exceed the memory
+cap is retried on a coarser lattice (spacing doubled, at most ``COARSENINGS`` times).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .certified import CertifiedPLD, MemoryBudgetError
+from .dominating import family_term
+from .mechanisms.base import PairFamily, ShuffleMechanism
+
+__all__ = ["COARSENINGS", "build_ledger"]
+
+COARSENINGS = 8
+
+
+def build_ledger(
+    entries: Sequence[tuple[tuple[ShuffleMechanism, bool], int]],
+    family: Callable[[ShuffleMechanism], PairFamily],
+    spacing: float,
+    *,
+    coarsen: bool,
+    tolerance: float,
+    options: dict[str, Any],
+    report: Callable[[str], None],
+) -> CertifiedPLD:
+    """The realised composition of ``entries`` (``((mechanism, same_data), count)``) at ``spacing``.
+
+    Parameters
+    ----------
+    entries : sequence of ((mechanism, same_data), count)
+    family : callable
+        The (cached) pair family of a mechanism.
+    spacing : float
+        Lattice spacing Δ.
+    coarsen : bool
+        Double Δ and retry when the composition does not fit ``options["max_memory_bytes"]``.
+    tolerance : float
+        Relative gap of the branch and bound over datasets (the accountant's ``relative_gap_target``,
+        1e-3 by default).
+    options : dict
+        ``fft_backend`` and ``max_memory_bytes`` of every :class:`CertifiedPLD`.
+    report : callable
+        Progress callback (stage messages).
+
+    Raises
+    ------
+    MemoryBudgetError
+        Before allocating, when the composition does not fit (after the allowed coarsenings); the message
+        states the window size and memory needed and how to shrink the request.
+    """
+    for attempt in range(COARSENINGS + 1):
+        try:
+            return _build(entries, family, spacing, tolerance, options, report)
+        except MemoryBudgetError as exc:
+            if not coarsen or attempt == COARSENINGS:
+                tried = f" (after coarsening the lattice {COARSENINGS} times)" if coarsen else ""
+                raise MemoryBudgetError(f"{exc}{tried}") from None
+            spacing *= 2.0
+            report(f"coarsening the lattice to Δ={spacing:.3g} to fit max_memory_bytes")
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _build(
+    entries: Sequence[tuple[tuple[ShuffleMechanism, bool], int]],
+    family: Callable[[ShuffleMechanism], PairFamily],
+    spacing: float,
+    tolerance: float,
+    options: dict[str, Any],
+    report: Callable[[str], None],
+) -> CertifiedPLD:
+    pld = None
+    for (mechanism, same_data), count in entries:
+        report(f"building {mechanism.describe()} on a lattice of spacing {spacing:.3g}")
+        fam = family(mechanism)
+        term = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
+        caveats = fam.caveats + (
+            (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()
+        )
+        piece = CertifiedPLD(spacing, (term,), fam.is_guarantee, caveats, **options)
+        pld = piece if pld is None else pld.compose(piece)
+    assert pld is not None
+    report(f"composing {sum(count for _, count in entries)} rounds (FFT, certified error terms)")
+    pld.realize()
+    return pld

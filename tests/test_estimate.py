@@ -1,0 +1,69 @@
+"""The a-priori time estimate and the SlowComputationWarning (no slow computation is run here)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import pldshuffle as ps
+from pldshuffle import _estimate
+from pldshuffle._estimate import SLOW_SECONDS, estimated_seconds, warn_if_slow
+
+KRR = ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong")
+
+
+def test_estimate_is_monotone_in_the_number_of_users():
+    seconds = [estimated_seconds([(ps.ShuffledBinaryRR(n, 1.0), 1)], 0) for n in (10**3, 10**5, 10**7, 10**9)]
+    assert seconds == sorted(seconds) and seconds[0] < seconds[-1]
+
+
+def test_estimate_is_monotone_in_the_rounds():
+    family = KRR.pair_family()
+    seconds = []
+    for rounds in (2, 16, 256, 4096):
+        pairs = [(family.upper[0], rounds)]
+        points = ps.certified.composed_range(pairs)[1] / 1e-5
+        seconds.append(estimated_seconds([(KRR, rounds)], points, directions=1, witnesses=1))
+    assert seconds == sorted(seconds) and seconds[0] < seconds[-1]
+
+
+def test_a_single_round_has_no_fft_cost():
+    assert estimated_seconds([(KRR, 1)], 10**9) == 0.0
+    assert estimated_seconds([(KRR, 2)], 10**9) > SLOW_SECONDS
+
+
+def test_big_case_warns_before_any_work():
+    """2RR worst case with n = 1e7 (measured ~90 s): warned and reported before the families are built."""
+    messages: list[str] = []
+    acc = ps.FourierAccountant(progress=messages.append).compose(ps.ShuffledBinaryRR(10**7, 1.0))
+
+    def refuse(mechanism):
+        raise RuntimeError("no family may be built before the warning")
+
+    acc._family = refuse  # the warning must come first; stop there instead of computing
+    with pytest.warns(ps.SlowComputationWarning, match=r"estimated to take ~\d+ s") as record, pytest.raises(RuntimeError):
+        acc.get_epsilon_bounds(1e-8)
+    assert len(record) == 1 and messages == [str(record[0].message)]
+    assert record[0].filename == __file__  # points at the user's query
+
+
+def test_fft_cost_warns_once_spacing_is_known():
+    messages: list[str] = []
+    assert warn_if_slow([(KRR, 1024)], messages.append) is False  # nothing known from the parameters
+    with pytest.warns(ps.SlowComputationWarning):
+        assert warn_if_slow([(KRR, 1024)], messages.append, family=lambda m: m.pair_family(), spacing=1e-7)
+    assert len(messages) == 1 and "estimated" in messages[0]
+
+
+def test_small_cases_do_not_warn(monkeypatch):
+    messages: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ps.SlowComputationWarning)
+        acc = ps.FourierAccountant(progress=messages.append).compose(KRR, 1024)
+        acc.compose(ps.ShuffledBinaryRR(1000, 1.0), 4)
+        assert acc.get_epsilon_bounds(1e-6).upper > 0
+    assert not any("estimated" in m for m in messages)
+    monkeypatch.setattr(_estimate, "SLOW_SECONDS", 0.0)
+    with pytest.warns(ps.SlowComputationWarning):
+        ps.FourierAccountant().compose(KRR, 4).get_epsilon_bounds(1e-6)
