@@ -219,6 +219,15 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
     q = 1.0 / (1.0 + 1.0 / e)  # e/(e+1)
     one_q = 1.0 / (e + 1.0)
     clo, chi, dropped_c = binomial_window(n - 1, pc, tail_mass)
+    # Windows widen with c, so the narrowest one times the number of c's bounds the support from below:
+    # refuse hopeless sizes before laying out (and evaluating) ~sqrt(n) windows.
+    narrowest = _half_windows(np.array([clo], dtype=np.int64), tail_mass)
+    at_least = (chi - clo + 1) * int(narrowest[1][0] - narrowest[0][0] + 1)
+    if at_least > MAX_STREAMED_SUPPORT:
+        raise ValueError(
+            f"the clone pair with n={n} has at least {at_least:.3g} support points, above MAX_STREAMED_SUPPORT="
+            f"{MAX_STREAMED_SUPPORT:.3g}; use a larger local epsilon, fewer users, a larger tail_mass, or an analytic bound"
+        )
     c = np.arange(clo, chi + 1, dtype=np.int64)
     w = stats.binom.pmf(c, n - 1, pc)
     lo, hi, dropped_a = _half_windows(c, tail_mass)

@@ -13,7 +13,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 
-from .certified import composed_range
+from .spacing import composed_range
 from .mechanisms.base import PairFamily, ShuffleMechanism
 from .results import SlowComputationWarning
 

@@ -20,9 +20,10 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import check_delta, check_epsilons, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
-from .certified import CertifiedPLD, choose_spacing, relative_target
+from .certified import CertifiedPLD
 from .fft import get_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
 __all__ = ["FourierAccountant"]

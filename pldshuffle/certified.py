@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_epsilons
-from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, composed_support, realize, window
+from .composition import composed_log_mgf, composed_support, realize, window
 from .fft import get_backend
 from .lattice import (
     Composite,
@@ -45,14 +45,12 @@ from .lattice import (
 )
 from .pld import MASS_RTOL, PrivacyLossPair
 
-__all__ = ["CertifiedPLD", "MemoryBudgetError", "choose_spacing", "composed_range", "invert", "relative_target"]
+__all__ = ["CertifiedPLD", "MemoryBudgetError", "invert"]
 
 #: Tilted Chernoff tolerance of every realisation window (folded mass, relative after untilting).
-_TAIL_TOLERANCE = 1e-18
+TAIL_TOLERANCE = 1e-18
 #: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included).
 _TILT_DELTAS = (1e-8, 1e-14)
-#: Automatic spacing keeps the composition window below this many lattice points.
-_MAX_POINTS = 2**21
 #: Bytes held per window point by one cached realisation (masses, profile, suffix) and, transiently, while
 #: realising (measured: ~90 per point beyond what the realisation keeps).
 BYTES_PER_POINT = 24
@@ -264,7 +262,7 @@ class CertifiedPLD:
                 floor = -float(shifts[-1]) - self.spacing
                 support_lo = composed_support(factors, self.spacing)[0]
                 for theta in self._tilts():
-                    lo, hi = window(factors, self.spacing, theta, _TAIL_TOLERANCE)
+                    lo, hi = window(factors, self.spacing, theta, TAIL_TOLERANCE)
                     if theta == 0.0 and hi > floor and lo > support_lo:  # answer every ε ≥ 0 (and the shifts below)
                         lo = max(min(lo, floor), support_lo)
                     lo_index = int(math.floor(lo / self.spacing)) - 1
@@ -330,50 +328,6 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
         if theta > 1.4 * tilts[-1]:
             tilts.append(theta)
     return tilts
-
-
-def relative_target(rounds: int) -> float:
-    """Default certified relative ε gap: 1e-4 for one round, 1e-3 up to 64 rounds, 2e-3 beyond."""
-    if rounds == 1:
-        return 1e-4
-    return 1e-3 if rounds <= 64 else 2e-3
-
-
-def composed_range(pairs: list[tuple[PrivacyLossPair, int]]) -> tuple[float, float]:
-    """``(ε, width)`` of a ledger (one representative pair per entry, with its round count), on a coarse lattice.
-
-    ``ε`` is a Chernoff estimate at δ = 1e-3 over both orders and ``width`` the length of the composition
-    window at θ = 0 (Chernoff tails 1e-18); a lattice of spacing Δ needs about ``width/Δ`` points.
-    """
-    coarse = 1e-3
-    epsilon, width = 0.0, 0.0
-    for order in (0, 1):
-        factors = []
-        for pair, count in pairs:
-            direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
-            if direction.upper.sum() > 0:
-                factors.append(Factor(direction.upper_start, direction.upper, count))
-        if not factors:
-            continue
-        lo, hi = window(factors, coarse, 0.0, _TAIL_TOLERANCE)
-        width = max(width, hi - min(lo, 0.0))
-        log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
-        epsilon = max(epsilon, float(np.min((log_m - math.log(1e-3)) / CHERNOFF_LAMBDAS)))
-    return epsilon, width
-
-
-def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
-    """Lattice spacing for a ledger (one representative pair per entry, with its round count).
-
-    Δ ≈ target·ε/(4√rounds) from the Chernoff estimate of ε of :func:`composed_range` (for one round,
-    1e-2·ε: a single round is answered off the lattice), never so fine that the composition window
-    exceeds ``_MAX_POINTS`` lattice points; clipped to [1e-7, 1e-2].
-    """
-    rounds = sum(n for _, n in pairs)
-    epsilon, width = composed_range(pairs)
-    scale = max(epsilon, 0.05)
-    spacing = 1e-2 * scale if rounds == 1 else target * scale / (4.0 * math.sqrt(rounds))
-    return float(np.clip(max(spacing, width / _MAX_POINTS), 1e-7, 1e-2))
 
 
 def invert(delta_fn, delta: float, *, upper: bool) -> float:

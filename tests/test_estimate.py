@@ -23,7 +23,7 @@ def test_estimate_is_monotone_in_the_rounds():
     seconds = []
     for rounds in (2, 16, 256, 4096):
         pairs = [(family.upper[0], rounds)]
-        points = ps.certified.composed_range(pairs)[1] / 1e-5
+        points = ps.spacing.composed_range(pairs)[1] / 1e-5
         seconds.append(estimated_seconds([(KRR, rounds)], points, directions=1, witnesses=1))
     assert seconds == sorted(seconds) and seconds[0] < seconds[-1]
 

@@ -215,3 +215,22 @@ def test_bad_delta_types_are_refused(bad):
 def test_integer_beyond_float_range_refused():
     with pytest.raises(ValueError, match="local_epsilon"):
         ps.ShuffledBinaryRR(10, 10**400)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: ps.ShuffledBinaryRR(2**63, 1.0),
+        lambda: ps.ShuffledBinaryRR(2**53, 1.0),
+        lambda: ps.FourierAccountant().compose(ps.ShuffledLDP(10**14, 1.0)).get_epsilon_bounds(1e-8),
+    ],
+)
+def test_absurd_sizes_are_refused_up_front(build):
+    """Sizes no machine can hold are refused at once, naming the size and how to shrink the request."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="num_users|n=") as info:
+        build()
+    assert time.perf_counter() - start < 30.0  # before any work: computing would take hours
+    assert "fewer users" in str(info.value) or "<= 9007199254740992" in str(info.value)

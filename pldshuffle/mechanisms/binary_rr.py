@@ -13,20 +13,26 @@ and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from weakref import WeakValueDictionary
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_choice, check_int, check_local_epsilon
+from .._validation import MAX_COUNT, check_choice, check_int, check_local_epsilon
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_pmf, binomial_window
 from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 
 __all__ = ["ShuffledBinaryRR"]
 
+#: Bytes per standard deviation of N_m held while one dataset pair is built (binomial windows of ±13 sd, their
+#: convolution, cumulative sums and the pair's two directions: ~10 float64 arrays of ~26 sd points).
+_BYTES_PER_SD = 2048
+#: Dataset pairs larger than this are refused up front.
+_MAX_PAIR_BYTES = 2**33
 #: Cells of the initial cover of the datasets m = 0..(n-1)/2 (refined by the accountant's branch and bound).
 _INITIAL_CELLS = 16
 #: Cells with fewer datasets than this enumerate them (envelope) instead of revealing the varying users.
@@ -70,9 +76,18 @@ class ShuffledBinaryRR(ShuffleMechanism):
     dataset: str = "worst"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
+        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
         object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
         check_choice("dataset", self.dataset, ("worst", "khh21"))
+        p = self.flip_probability
+        # A dataset pair holds O(√(n p(1-p))) outcomes: refuse sizes no machine can hold, before any work.
+        needed = _BYTES_PER_SD * math.sqrt(self.num_users * p * (1.0 - p))
+        if needed > _MAX_PAIR_BYTES:
+            raise ValueError(
+                f"num_users={self.num_users} needs ~{needed / 2**30:.0f} GiB per dataset pair of shuffled binary "
+                f"randomized response (more than {_MAX_PAIR_BYTES / 2**30:.0f} GiB): use fewer users (a bound for "
+                "fewer users also holds for more, by post-processing) or an analytic bound from pldshuffle.bounds"
+            )
 
     @property
     def flip_probability(self) -> float:
