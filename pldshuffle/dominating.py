@@ -44,6 +44,8 @@ _CELL_TOLERANCE = 1e-3
 #: Profile values below this are immaterial for the excess test.
 _FLOOR = 1e-30
 _MAX_CELLS = 400
+#: The memory held by the cover is summed every this many splits (each adds about three pairs).
+_MEMORY_CHECK_EVERY = 8
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).
 _MAX_BLOCK_CELLS = 24
 #: Lattice points on which branch and bound compares profiles.
@@ -257,7 +259,7 @@ def _cover(
         if scores[index] <= tolerance:
             break
         realised = [w for w in realised if np.any(w[1] >= best)]
-        if _held_bytes(active, realised) > max_bytes:
+        if steps % _MEMORY_CHECK_EVERY == 0 and _held_bytes(active, realised) > max_bytes:
             break
         steps += 1
         parent = active[index][0]

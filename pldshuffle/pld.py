@@ -23,7 +23,8 @@ and lower bounds so that the bracket stays strict under rounding.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -45,6 +46,10 @@ def _clean(losses: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[ND
     """Sort by loss, drop zero masses and merge bit-identical losses (O(N log N))."""
     keep = masses > 0.0
     losses, masses = losses[keep], masses[keep]
+    if losses.size < 2 or np.all(losses[1:] > losses[:-1]):  # already sorted and distinct (common)
+        return np.ascontiguousarray(losses), np.ascontiguousarray(masses)
+    if np.all(losses[1:] < losses[:-1]):  # sorted the other way (the backward order of a monotone pair)
+        return np.ascontiguousarray(losses[::-1]), np.ascontiguousarray(masses[::-1])
     order = np.argsort(losses, kind="stable")
     losses, masses = losses[order], masses[order]
     if losses.size > 1:
@@ -74,8 +79,6 @@ class LossDistribution:
     masses: NDArray[np.float64]
     infinity_mass: float = 0.0
     truncated_mass: float = 0.0
-    _suffix_mass: NDArray[np.float64] = field(init=False, repr=False)
-    _log_suffix_tilted: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         losses = np.asarray(self.losses, dtype=np.float64).ravel()
@@ -94,14 +97,21 @@ class LossDistribution:
             raise ValueError(f"total probability mass must be <= 1, got {total!r}")
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "masses", masses)
-        # Suffix sums A_j = sum_{i>=j} m_i and B_j = sum_{i>=j} m_i e^{-s_i} (with a trailing 0) give
-        # H(eps) = inf + A_j - e^eps B_j for the first j with s_j > eps, in O(log N) per query.  B is kept
-        # as log B (log-sum-exp): e^{-s} over- or underflows for |s| > 709, e^{eps} B_j never exceeds A_j.
+
+    # Suffix sums A_j = sum_{i>=j} m_i and B_j = sum_{i>=j} m_i e^{-s_i} (with a trailing 0) give
+    # H(eps) = inf + A_j - e^eps B_j for the first j with s_j > eps, in O(log N) per query.  B is kept as
+    # log B (log-sum-exp): e^{-s} over- or underflows for |s| > 709, e^{eps} B_j never exceeds A_j.  Built
+    # on the first exact query only (most pairs are only discretised).
+    @cached_property
+    def _suffix_mass(self) -> NDArray[np.float64]:
+        return np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])
+
+    @cached_property
+    def _log_suffix_tilted(self) -> NDArray[np.float64]:
         with np.errstate(divide="ignore"):
-            log_tilted = np.log(masses) - losses
-        log_suffix = np.logaddexp.accumulate(log_tilted[::-1])[::-1] if masses.size else log_tilted
-        object.__setattr__(self, "_suffix_mass", np.concatenate([np.cumsum(masses[::-1])[::-1], [0.0]]))
-        object.__setattr__(self, "_log_suffix_tilted", np.concatenate([log_suffix, [-np.inf]]))
+            log_tilted = np.log(self.masses) - self.losses
+        log_suffix = np.logaddexp.accumulate(log_tilted[::-1])[::-1] if self.masses.size else log_tilted
+        return np.concatenate([log_suffix, [-np.inf]])
 
     @property
     def finite_mass(self) -> float:
