@@ -15,9 +15,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
-from .mechanisms._binomial import binomial_window
+from .mechanisms._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 from .pld import LossDistribution, PrivacyLossPair
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_EXACT_SUPPORT", "MAX_STREAMED_SUPPORT", "STREAM_GRID_BINS", "Layout", "exact_pair", "layout", "layout_bounds"]
@@ -202,12 +201,9 @@ class Layout:
 
 def _half_windows(c: NDArray[np.int64], tail_mass: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """Central windows ``[lo_c, c - lo_c]`` of ``Bin(c, 1/2)`` with exact dropped mass per ``c``."""
-    with np.errstate(all="ignore"):
-        lo = stats.binom.ppf(tail_mass / 2.0, c, 0.5)
-    lo = np.where(np.isfinite(lo), lo, 0.0).astype(np.int64)
-    lo = np.clip(lo, 0, c // 2)
+    lo = np.clip(binomial_windows(c, 0.5, tail_mass)[0], 0, c // 2)
     hi = c - lo
-    dropped = stats.binom.cdf(lo - 1, c, 0.5) + stats.binom.sf(hi, c, 0.5)
+    dropped = binomial_cdf(lo - 1, c, 0.5) + binomial_sf(hi, c, 0.5)
     dropped = np.where(lo > 0, dropped, 0.0)  # lo = 0 keeps the whole support (hi = c)
     return lo, hi, dropped
 
@@ -229,7 +225,7 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
             f"{MAX_STREAMED_SUPPORT:.3g}; use a larger local epsilon, fewer users, a larger tail_mass, or an analytic bound"
         )
     c = np.arange(clo, chi + 1, dtype=np.int64)
-    w = stats.binom.pmf(c, n - 1, pc)
+    w = binomial_pmf(c, n - 1, pc)
     lo, hi, dropped_a = _half_windows(c, tail_mass)
     dropped = min(1.0, dropped_c + math.fsum((w * dropped_a).tolist()))
     if variant == "F":
@@ -244,8 +240,8 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
         big = np.iinfo(np.int64).max
         a_lo = np.minimum(np.append(lo, big), np.insert(lo, 0, big))
         a_hi = np.maximum(np.append(hi, -1), np.insert(hi + 1, 0, -1))
-        w_t = stats.binom.pmf(totals, n - 1, pc)
-        w_prev = stats.binom.pmf(totals - 1, n - 1, pc)
+        w_t = binomial_pmf(totals, n - 1, pc)
+        w_prev = binomial_pmf(totals - 1, n - 1, pc)
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(totals > 0, 2.0 * q * w_prev / totals, 0.0)
             kappa = (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0)
@@ -255,7 +251,7 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
     if not np.array_equal(a_lo + a_hi, totals):  # the kept set must be symmetric under a <-> b
         raise AssertionError("internal error: asymmetric clone-pair window")
     start = (totals + 1) // 2
-    start_value = stats.binom.pmf(start, totals, 0.5)
+    start_value = binomial_pmf(start, totals, 0.5)
     support = int(np.sum(a_hi - a_lo + 1))
     as64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
     asf = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731

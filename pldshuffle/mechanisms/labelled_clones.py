@@ -59,11 +59,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from .. import _clone_kernels as _ck
 from .._validation import check_int, check_probability, check_real
 from ..pld import LossDistribution, PrivacyLossPair
+from ._binomial import binomial_cdf, binomial_pmf, binomial_sf
 from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
 from ._binomial import binomial_logpmf, binomial_window, binomial_windows
 from .base import DEFAULT_TAIL_MASS
@@ -240,12 +240,12 @@ class LabelledClonePair:
             return out
         lo, hi, _ = binomial_window(n - 1, s, _NEGLIGIBLE)
         c = np.arange(lo, hi + 1, dtype=np.int64)
-        w = stats.binom.pmf(c, n - 1, s)
+        w = binomial_pmf(c, n - 1, s)
         rho = r0 / s
         r2 = 1.0 - s
 
         def tail(k: NDArray[np.int64], trials: NDArray[np.int64]) -> NDArray[np.float64]:
-            return stats.binom.sf(k - 1, trials, rho)  # Pr[Bin(trials, ρ) >= k]; 1 for k <= 0, 0 for k > trials
+            return binomial_sf(k - 1, trials, rho)  # Pr[Bin(trials, ρ) >= k]; 1 for k <= 0, 0 for k > trials
 
         for i, t in enumerate(np.exp(eps)):
             if t >= p:  # |loss| <= log p: nothing above ε (p = inf never gets here)
@@ -310,8 +310,8 @@ class LabelledClonePair:
         c = np.arange(clo, chi + 1, dtype=np.int64)
         rho = self.r0 / s if s > 0.0 else 0.5
         lo, hi = binomial_windows(c, rho, tail)
-        dropped_a = stats.binom.cdf(lo - 1, c, rho) + stats.binom.sf(hi, c, rho)
-        w = stats.binom.pmf(c, n - 1, s)
+        dropped_a = binomial_cdf(lo - 1, c, rho) + binomial_sf(hi, c, rho)
+        w = binomial_pmf(c, n - 1, s)
         return c, lo, hi, min(1.0, dropped_c + math.fsum((w * dropped_a).tolist()))
 
     def _outcome_hull(self, tail: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], float]:
