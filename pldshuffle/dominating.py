@@ -227,10 +227,13 @@ def _cover(
     def profile(pair: PrivacyLossPair) -> NDArray[np.float64]:
         return lattice.profile(pair, lo + probe)
 
-    def evaluate(cell: Cell) -> tuple[NDArray[np.float64], list[tuple[PrivacyLossPair, NDArray[np.float64]]]]:
+    def evaluate(cell: Cell, settled: Callable[[NDArray[np.float64]], bool] = lambda up: False):
+        """``(upper profile, realised members)``; a cell whose upper profile is already ``settled``
+        realises no separate lower pair (it could only raise the realisable envelope elsewhere)."""
         up_pairs = uppers(cell)
         up = np.max([profile(p) for p in up_pairs], axis=0)
-        found = [(p, profile(p)) for p in lowers(cell)]
+        skip = cell.has_own_lower and settled(up)
+        found = [] if skip else [(p, profile(p)) for p in lowers(cell)]
         for p, _ in found:  # a lower pair's lattice directions are not needed again
             if all(p is not q for q in up_pairs):
                 lattice.forget(p)
@@ -269,7 +272,7 @@ def _cover(
             continue
         for p in uppers(parent):
             lattice.forget(p)
-        fresh = [(child, *evaluate(child)) for child in children]
+        fresh = [(child, *evaluate(child, lambda up: excess(up) <= tolerance)) for child in children]
         active[index : index + 1] = fresh
         for _, _, ws in fresh:
             realised.extend(ws)

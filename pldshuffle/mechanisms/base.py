@@ -59,6 +59,11 @@ class Cell:
         """Pair dominating every dataset of the cell (the first member for an enumerated cell)."""
         return self.members[0] if self._make_upper is None else self._make_upper()
 
+    @property
+    def has_own_lower(self) -> bool:
+        """Whether ``lower`` is a separate pair (built on first use) rather than the upper pair or a member."""
+        return self._make_members is None and self._make_lower is not None
+
     @cached_property
     def lower(self) -> PrivacyLossPair:
         """Pair of one dataset of the cell (a lower bound on the cell's worst case)."""
