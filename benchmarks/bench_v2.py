@@ -80,6 +80,10 @@ _CASES = [
      (1e-8,), {"n": 10**6, "local_epsilon": 2.0, "rounds": 365}),
     ("2rr_worst_1e7_one_round", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**7, 1.0))",
      (1e-8,), {"n": 10**7, "local_epsilon": 1.0, "rounds": 1}),
+    ("krr_weak_1e5_10_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**5, 4, local_epsilon=2.0, adversary='weak'), 10)",
+     (1e-6,), {"n": 10**5, "k": 4, "local_epsilon": 2.0, "rounds": 10}),
+    ("krr_weak_1e6_10_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**6, 4, local_epsilon=2.0, adversary='weak'), 10)",
+     (1e-6,), {"n": 10**6, "k": 4, "local_epsilon": 2.0, "rounds": 10}),
     ("krr_strong_1e7_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**7, 4, local_epsilon=2.0, adversary='strong'), 64)",
      (1e-6,), {"n": 10**7, "k": 4, "local_epsilon": 2.0, "rounds": 64}),
 ]
