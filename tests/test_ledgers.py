@@ -68,9 +68,24 @@ def _accountant(ledger):
     return acc
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ledger=st.lists(entries(), min_size=1, max_size=3).filter(lambda l: sum(e[1] for e in l) <= 4))
+_LEDGERS = st.lists(entries(), min_size=1, max_size=3).filter(lambda l: sum(e[1] for e in l) <= 4)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledger=_LEDGERS)
 def test_random_mixed_ledgers_bracket_exact(ledger):
+    _check_ledger(ledger)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledger=_LEDGERS)
+def test_many_random_mixed_ledgers_bracket_exact(ledger):
+    """The same property over ten times as many ledgers (``pytest -m slow``)."""
+    _check_ledger(ledger)
+
+
+def _check_ledger(ledger):
     acc = _accountant(ledger)
     bounds = acc.get_delta_bounds(EPS)
     # Rounds of one mechanism marked same_data=True share one dataset, across compose calls too.
