@@ -249,3 +249,25 @@ def test_absurd_sizes_are_refused_up_front(build):
         build()
     assert time.perf_counter() - start < 30.0  # before any work: computing would take hours
     assert "fewer users" in str(info.value) or "<= 9007199254740992" in str(info.value)
+
+
+@pytest.mark.parametrize("eps0, eps", [(38.0, 10.0), (45.0, 44.5), (120.0, 60.0)])
+def test_huge_local_epsilon_is_exact_and_tight(eps0, eps):
+    """For ε0 ≳ 37, ``1 - p`` rounds to 1: the ones must not become deterministic and the weights of
+    both hypotheses must stay exact (an understated mass would put the upper end below the truth)."""
+    from fractions import Fraction
+
+    p = Fraction(1.0 / (math.exp(eps0) + 1.0))  # the library's p, exactly; 1 - p is then exact too
+    members = [ref.pair_binary_rr(5, p, m) for m in range(5)]
+    for rounds in (1, 2):
+        exact = ref.delta_ledger([("changing", members, rounds)], eps)
+        b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(5, eps0), rounds).get_delta_bounds(eps)
+        assert _close_below(b.lower, exact) and _close_above(b.upper, exact), (rounds, b, exact)
+        assert b.upper - b.lower <= 1e-6  # the whole dataset's mass used to be booked at +inf (upper = 1)
+
+
+def test_single_point_windows_keep_the_neighbouring_outcome():
+    """With ε0 = 300 every binomial window is one point wide; the outcome next to it carries almost all of
+    the other hypothesis's mass and must be kept (it was booked at +inf: ε(1e-6) = inf)."""
+    b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(1000, 300.0)).get_epsilon_bounds(1e-6)
+    assert 299.9 < b.lower <= b.upper < 300.0 + 1e-6

@@ -169,20 +169,26 @@ def _dataset_pair(n: int, eps0: float, m: int, tail_mass: float) -> PrivacyLossP
 
 def _pmf_window(ones: int, zeros: int, p: float) -> tuple[NDArray[np.float64], float]:
     """pmf of ``N = Bin(ones, 1-p) + Bin(zeros, p)`` on a window, padded with the exact zeros beyond the
-    support ends the window reaches: ``(pmf, dropped_mass_bound)``, index 0 at the window start."""
-    parts = []
-    dropped = 0.0
-    lo_total, hi_total = 0, 0
-    for trials, prob in ((ones, 1.0 - p), (zeros, p)):
-        lo, hi, d = binomial_window(trials, prob, _INNER_TAIL)
-        parts.append(binomial_pmf(np.arange(lo, hi + 1), trials, prob))
+    support ends the window reaches: ``(pmf, dropped_mass_bound)``, index 0 at the window start.
+
+    ``Bin(ones, 1-p)`` is evaluated as ``ones - Bin(ones, p)``: ``1 - p`` rounds to 1 for ε0 ≳ 37 (and
+    loses relative accuracy in ``p`` well before), which would make the ones deterministic.
+    """
+    flips, dropped = [], 0.0
+    for trials in (ones, zeros):
+        lo, hi, d = binomial_window(trials, p, _INNER_TAIL)
+        # One more point each side: an outcome next to the window's end may carry most of the mass of the
+        # other hypothesis (e.g. a single point window when p is tiny); ``d`` still bounds what is dropped.
+        lo, hi = max(lo - 1, 0), min(hi + 1, trials)
+        flips.append((lo, hi, binomial_pmf(np.arange(lo, hi + 1), trials, p)))
         dropped += d
-        lo_total += lo
-        hi_total += hi - trials
+    (lo1, hi1, flipped), (lo0, hi0, raised) = flips
+    # Reported ones: ones - (flipped ones) + (raised zeros), from ones - hi1 + lo0 up to ones - lo1 + hi0.
     # Direct (not FFT) convolution: a sum of positive terms, accurate to a few ulps relative.
-    noise = np.convolve(parts[0], parts[1])
+    noise = np.convolve(flipped[::-1], raised)
     # N(i) = 0 exactly below 0 and above n-1: pad so boundary outcomes of N + X are kept.
-    return np.concatenate([[0.0] if lo_total == 0 else [], noise, [0.0] if hi_total == 0 else []]), dropped
+    at_bottom, at_top = hi1 == ones and lo0 == 0, lo1 == 0 and hi0 == zeros
+    return np.concatenate([[0.0] if at_bottom else [], noise, [0.0] if at_top else []]), dropped
 
 
 def _pair_from_noise(noise: NDArray[np.float64], dropped: float, p: float, tail_mass: float, label: str) -> PrivacyLossPair:
@@ -207,10 +213,11 @@ def _pair_from_noise(noise: NDArray[np.float64], dropped: float, p: float, tail_
     below = cdf[first - 1] if first > 0 else 0.0
     above = sf[last + 1] if last + 1 < noise.size else 0.0
 
-    def direction(flip: float, sign: float) -> LossDistribution:
-        masses = (1.0 - flip) * cur + flip * prev
-        unkept = below + noise[first] * (1.0 - flip) + above + noise[last] * flip + dropped
+    def direction(stay: float, move: float, sign: float) -> LossDistribution:
+        # P(N + X = j) = stay·N(j) + move·N(j-1); both weights passed exactly (1 - (1 - p) is not p).
+        masses = stay * cur + move * prev
+        unkept = below + noise[first] * stay + above + noise[last] * move + dropped
         keep = masses > 0
         return LossDistribution(sign * loss[keep], masses[keep], truncated_mass=min(unkept, 1.0))
 
-    return PrivacyLossPair(direction(p, 1.0), direction(1.0 - p, -1.0), label=label)
+    return PrivacyLossPair(direction(1.0 - p, p, 1.0), direction(p, 1.0 - p, -1.0), label=label)
