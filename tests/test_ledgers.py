@@ -271,3 +271,24 @@ def test_single_point_windows_keep_the_neighbouring_outcome():
     the other hypothesis's mass and must be kept (it was booked at +inf: ε(1e-6) = inf)."""
     b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(1000, 300.0)).get_epsilon_bounds(1e-6)
     assert 299.9 < b.lower <= b.upper < 300.0 + 1e-6
+
+
+@pytest.mark.parametrize("eps0", [38.0, 60.0])
+@pytest.mark.parametrize("kind", ["krr_strong", "krr_weak", "fmt20"])
+def test_other_mechanisms_at_huge_local_epsilon_bracket_exact(kind, eps0):
+    """kRR and the clone reduction where ``1 - p``-style weights round: the bracket holds the exact δ."""
+    from fractions import Fraction
+
+    k = 3
+    if kind == "fmt20":
+        mech = ps.ShuffledLDP(5, eps0, reduction="fmt20")
+        pair = ref.pair_clones(5, Fraction(math.exp(eps0)), Fraction(math.exp(-eps0)), "F")
+    else:
+        adversary = kind.split("_")[1]
+        mech = ps.ShuffledKRR(5, k, local_epsilon=eps0, adversary=adversary)
+        gamma = Fraction(k) / (Fraction(math.exp(eps0)) + k - 1)
+        pair = (ref.pair_krr_strong if adversary == "strong" else ref.pair_krr_weak)(5, k, gamma)
+    for eps in (1.0, eps0 / 2, eps0 - 0.5):
+        exact = ref.delta_ledger([("pair", [pair], 1)], eps)
+        b = ps.FourierAccountant().compose(mech).get_delta_bounds(eps)
+        assert _close_below(b.lower, exact) and _close_above(b.upper, exact), (eps, b, exact)
