@@ -162,6 +162,8 @@ def family_term(
     only if every round sees the same dataset), a term of count 1.
     """
     options = options or {}
+    # Pairs held by the cover may use half the memory budget (the composition's windows use the rest).
+    max_bytes = options.get("max_memory_bytes", math.inf) / 2
     single = len(family.upper) == 1 and family.cells is None
     if single and (not same_data or count == 1):
         pair = family.upper[0]
@@ -170,16 +172,12 @@ def family_term(
         return Term(up, lows, count, (pair,), tuple(family.lower))
     if same_data and count > 1:
         lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
-        kept, witnesses, _ = _cover(
-            family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=options.get("max_memory_bytes", math.inf) / 2
-        )
+        kept, witnesses, _ = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
         up = _envelope_of(kept, lattice)
         # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
         lows = _lower_witnesses(witnesses, spacing)
         return Term((up,), lows, 1, lower_count=count)
     lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
-    # Pairs held by the cover may use half the memory budget (the composition's windows use the rest).
-    max_bytes = options.get("max_memory_bytes", math.inf) / 2
     kept, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
     up = _envelope_of(kept, lattice)
     lows = _lower_witnesses(witnesses, spacing)
