@@ -26,7 +26,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from scipy import optimize
 from ._validation import check_delta, check_int, check_positive_finite, check_probability
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from .results import EpsilonBounds, json_safe
+from .results import EpsilonBounds, JsonRecord, json_safe
 
 __all__ = ["CalibrationResult", "calibrate_local_epsilon", "find_max_rounds", "find_min_users"]
 
@@ -46,7 +45,7 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, repr=False)
-class CalibrationResult:
+class CalibrationResult(JsonRecord):
     """Outcome of a calibration search, verified by a final accountant call.
 
     Attributes
@@ -106,10 +105,6 @@ class CalibrationResult:
             "bounds": self.bounds.to_dict(),
         })
         return record
-
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
-        return json.dumps(self.to_dict(), **kwargs)
 
     def __str__(self) -> str:
         failing = self.bracket[1]

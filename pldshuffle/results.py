@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "NotAGuaranteeWarning", "SlowComputationWarning", "json_safe", "warn_if_not_guarantee",
+    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "NotAGuaranteeWarning", "SlowComputationWarning", "json_safe", "warn_if_not_guarantee",
 ]
 
 #: Why an ε bracket can be infinite; printed with every such result (see ``docs/mathematics.md#definitions``).
@@ -129,8 +129,19 @@ def _repr(name: str, lower: Any, upper: Any, query: str, value: Any, is_guarante
     return f"{name}(lower={_short(lower)}, upper={_short(upper)}, {query}={_short(value)}{flags})"
 
 
+class JsonRecord:
+    """A result that serialises itself: subclasses provide :meth:`to_dict` (JSON-safe)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+
 @dataclass(frozen=True, repr=False)
-class EpsilonBounds:
+class EpsilonBounds(JsonRecord):
     """Certified bracket ``lower <= ε(target_delta) <= upper`` of the analysed composition.
 
     ``upper`` is the privacy guarantee when ``is_guarantee`` is true; ``float(bounds)`` returns it (and
@@ -180,10 +191,6 @@ class EpsilonBounds:
         })
         return record
 
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
-        return json.dumps(self.to_dict(), **kwargs)
-
     def __repr__(self) -> str:
         return _repr("EpsilonBounds", self.lower, self.upper, "target_delta", self.target_delta,
                      self.is_guarantee, self.caveats)
@@ -197,7 +204,7 @@ class EpsilonBounds:
 
 
 @dataclass(frozen=True, repr=False)
-class DeltaBounds:
+class DeltaBounds(JsonRecord):
     """Certified bracket ``lower <= δ(target_epsilon) <= upper`` (floats, or arrays for array input).
 
     ``float(bounds)`` returns ``upper`` for a single ε (and warns with :class:`NotAGuaranteeWarning`
@@ -239,10 +246,6 @@ class DeltaBounds:
             "diagnostics": dict(self.diagnostics),
         })
         return record
-
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
-        return json.dumps(self.to_dict(), **kwargs)
 
     def __repr__(self) -> str:
         return _repr("DeltaBounds", self.lower, self.upper, "target_epsilon", self.target_epsilon,
