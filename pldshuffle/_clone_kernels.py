@@ -21,7 +21,6 @@ from .pld import LossDistribution, PrivacyLossPair
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_EXACT_SUPPORT", "MAX_STREAMED_SUPPORT", "STREAM_GRID_BINS", "Layout", "exact_pair", "layout", "layout_bounds"]
 
-EXACT_SUPPORT_LIMIT = 2**18
 #: Supports up to this size are evaluated exactly, larger ones streamed onto a lattice (faster, O(1)
 #: memory, relative ε error ~1e-8).
 EXACT_SUPPORT_LIMIT = 2**18

@@ -43,7 +43,7 @@ _U = np.finfo(np.float64).eps / 2.0
 _CELL_TOLERANCE = 1e-3
 #: Profile values below this are immaterial for the excess test.
 _FLOOR = 1e-30
-_MAX_CELLS = 400
+_MAX_CELLS = 1600
 #: The memory held by the cover is summed every this many splits (each adds about three pairs).
 _MEMORY_CHECK_EVERY = 8
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).

@@ -39,20 +39,34 @@ class DiscretizedDirection:
     Masses ``upper[i]`` sit at loss ``(upper_start + i)·spacing``; likewise for ``lower``.
     ``known_mass`` is the finite mass the lower bound starts from (before any later deletion),
     ``rounding_log_mgf[c] = log Σ ω(s) exp(-ROUNDING_SCALES[c]·d(s)/spacing)`` over that mass, and
-    ``rounding_mean`` is the mean of ``d(s)/spacing`` under it.
+    ``rounding_mean`` is the mean of ``d(s)/spacing`` under it.  The lower part is computed on first use
+    (a dominating cover only needs the upper one).
     """
 
     spacing: float
     upper_start: int
     upper: NDArray[np.float64]
     upper_infinity: float
-    lower_start: int
-    lower: NDArray[np.float64]
     lower_infinity: float
-    known_mass: float
-    rounding_mean: float
+    _cells: NDArray[np.int64] = field(repr=False)  # lattice cell of each point, from upper_start
     _frac: NDArray[np.float64] = field(repr=False)
     _masses: NDArray[np.float64] = field(repr=False)
+
+    @property
+    def lower_start(self) -> int:
+        return self.upper_start
+
+    @cached_property
+    def lower(self) -> NDArray[np.float64]:
+        return np.bincount(self._cells, weights=self._masses, minlength=self.upper.size)
+
+    @cached_property
+    def known_mass(self) -> float:
+        return float(self._masses.sum())
+
+    @cached_property
+    def rounding_mean(self) -> float:
+        return float(np.einsum("i,i->", self._frac, self._masses) / self.known_mass) if self.known_mass > 0 else 0.0
 
     @cached_property
     def rounding_log_mgf(self) -> NDArray[np.float64]:
@@ -91,17 +105,13 @@ def discretize(
     rel = index - start
     upper = np.bincount(rel, weights=masses - up_share, minlength=stop - start)
     upper += np.bincount(rel + 1, weights=up_share, minlength=stop - start)
-    lower = np.bincount(rel, weights=masses, minlength=stop - start)
     return DiscretizedDirection(
         spacing=spacing,
         upper_start=start,
         upper=upper,
         upper_infinity=min(1.0, infinity_mass + truncated_mass),
-        lower_start=start,
-        lower=lower,
         lower_infinity=infinity_mass,
-        known_mass=float(masses.sum()),
-        rounding_mean=float(np.einsum("i,i->", frac, masses) / masses.sum()) if masses.sum() > 0 else 0.0,
+        _cells=rel,
         _frac=frac,
         _masses=masses,
     )

@@ -8,13 +8,22 @@ not with the module; ``scipy.stats`` (~1 s) is not needed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["binomial_cdf", "binomial_logpmf", "binomial_pmf", "binomial_sf", "binomial_window", "binomial_windows"]
+__all__ = [
+    "binomial_cdf",
+    "binomial_logpmf",
+    "binomial_pmf",
+    "binomial_sf",
+    "binomial_window",
+    "binomial_windows",
+    "two_binomial_tails",
+]
 
 
 @cache
@@ -142,3 +151,49 @@ def binomial_logpmf(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob:
         ks, ns = k_all[small].astype(np.float64), n_all[small].astype(np.float64)
         out[small] = gammaln(ns + 1) - gammaln(ks + 1) - gammaln(ns - ks + 1) + xlogy(ks, prob) + xlog1py(ns - ks, -prob)
     return out
+
+
+def two_binomial_tails(ones: int, zeros: int, prob: float, tail_mass: float) -> tuple[int, int]:
+    """Chernoff cuts ``(c_lo, c_hi)`` of ``N = Bin(ones, 1-prob) + Bin(zeros, prob)`` with
+    ``P[N ≤ c_lo] ≤ tail_mass/2`` and ``P[N ≥ c_hi] ≤ tail_mass/2`` (``c_lo = -1`` / ``c_hi = ones+zeros+1``
+    when no cut is that small).
+
+    ``P[N ≤ c] ≤ exp(ψ(t) - tc)`` for ``t ≤ 0`` (``≥ c`` for ``t ≥ 0``), ``ψ(t) = a log(p + qe^t) +
+    b log(q + pe^t)`` the log-mgf.  Along ``c = ψ'(t)`` the exponent ``g(t) = ψ(t) - tψ'(t)`` falls
+    monotonically in ``|t|``: bisection on ``t`` for ``g(t) = log(tail_mass/2)``, then each cut is checked
+    against the bound directly (so rounding can only move it outward).  O(1) (~100 scalar steps).
+    """
+    log_p, log_q = math.log(prob), math.log1p(-prob)
+    target = math.log(tail_mass / 2.0) - 1e-6
+
+    def psi(t: float) -> float:
+        return ones * _logaddexp(log_p, log_q + t) + zeros * _logaddexp(log_q, log_p + t)
+
+    def slope(t: float) -> float:
+        return ones * _expit(t + log_q - log_p) + zeros * _expit(t + log_p - log_q)
+
+    cuts = []
+    for sign in (-1.0, 1.0):
+        far = sign
+        while psi(far) - far * slope(far) > target and abs(far) < 2048.0:
+            far *= 2.0
+        if psi(far) - far * slope(far) > target:  # the bound never gets that small
+            cuts.append(-1 if sign < 0 else ones + zeros + 1)
+            continue
+        near = 0.0
+        for _ in range(80):
+            mid = 0.5 * (near + far)
+            near, far = (mid, far) if psi(mid) - mid * slope(mid) > target else (near, mid)
+        cut = math.floor(slope(far)) if sign < 0 else math.ceil(slope(far))
+        while cut >= 0 and cut <= ones + zeros and psi(far) - far * cut > target:  # move outward if rounding hurt
+            cut += -1 if sign < 0 else 1
+        cuts.append(cut)
+    return cuts[0], cuts[1]
+
+
+def _logaddexp(a: float, b: float) -> float:
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
+def _expit(t: float) -> float:
+    return 1.0 / (1.0 + math.exp(-t)) if t >= 0 else math.exp(t) / (1.0 + math.exp(t))

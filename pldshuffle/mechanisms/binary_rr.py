@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 
 from .._validation import MAX_COUNT, check_choice, check_int, check_local_epsilon
 from ..pld import LossDistribution, PrivacyLossPair
-from ._binomial import binomial_pmf, binomial_window
+from .._kernels import binomial_walk, two_binomial_pmf
+from ._binomial import binomial_pmf, two_binomial_tails
 from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 
 __all__ = ["ShuffledBinaryRR"]
@@ -41,6 +42,13 @@ _ENUMERATED_CELL = 8
 # values exceed ~1e-24 even at n = 1e8, so the window changes them (and the losses, which are log-ratios of
 # neighbours) by < 1e-12 relative, far below the 1e-10 mass slack and the 1e-9 loss slack.
 _INNER_TAIL = 1e-36
+#: N comes from the recurrence when both binomial windows hold at least this many points ...
+_RECURRENCE_WINDOW = 64
+#: ... in segments of at most this many points (each restarted from two windowed dot products) ...
+_SEGMENT = 4096
+#: ... if its a-priori relative error bound is below this (half of MASS_RTOL), else from the convolution.
+_RECURRENCE_RTOL = 5e-11
+_U = float(np.finfo(np.float64).eps) / 2.0
 
 
 @dataclass(frozen=True)
@@ -163,60 +171,75 @@ class ShuffledBinaryRR(ShuffleMechanism):
 def _dataset_pair(n: int, eps0: float, m: int, tail_mass: float) -> PrivacyLossPair:
     """The pair ``(P_m, Q_m)`` of ``n`` users with ``m`` ones among the others (see :meth:`ShuffledBinaryRR.dataset_pair`)."""
     p = float(1.0 / (np.exp(eps0) + 1.0))
-    noise, dropped = _pmf_window(m, n - 1 - m, p)
-    return _pair_from_noise(noise, dropped, p, tail_mass, f"2RR dataset pair, n={n}, m={m}")
+    noise, below, above = _noise(m, n - 1 - m, p, tail_mass)
+    return _pair_from_noise(noise, below, above, p, f"2RR dataset pair, n={n}, m={m}")
 
 
-def _pmf_window(ones: int, zeros: int, p: float) -> tuple[NDArray[np.float64], float]:
-    """pmf of ``N = Bin(ones, 1-p) + Bin(zeros, p)`` on a window, padded with the exact zeros beyond the
-    support ends the window reaches: ``(pmf, dropped_mass_bound)``, index 0 at the window start.
+def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[np.float64], float, float]:
+    """pmf of ``N = Bin(ones, 1-p) + Bin(zeros, p)`` on a kept range ``[first, last]`` and upper bounds on
+    ``P[N < first]`` and ``P[N > last]``: ``(pmf, below, above)``, each tail at most ~``tail_mass/2``.
 
     ``Bin(ones, 1-p)`` is evaluated as ``ones - Bin(ones, p)``: ``1 - p`` rounds to 1 for ε0 ≳ 37 (and
-    loses relative accuracy in ``p`` well before), which would make the ones deterministic.
+    loses relative accuracy in ``p`` well before), which would make the ones deterministic.  Both binomials
+    are windowed (dropping ≤ 1e-36 each, :func:`~pldshuffle._kernels.binomial_walk`); when both windows are wide, ``N`` comes from the three-term
+    recurrence of :func:`~pldshuffle._kernels.two_binomial_pmf` on Chernoff cuts (O(√n)), otherwise from
+    their direct convolution (O(window²), exact sums of positive terms).
     """
     flips, dropped = [], 0.0
     for trials in (ones, zeros):
-        lo, hi, d = binomial_window(trials, p, _INNER_TAIL)
-        # One more point each side: an outcome next to the window's end may carry most of the mass of the
-        # other hypothesis (e.g. a single point window when p is tiny); ``d`` still bounds what is dropped.
-        lo, hi = max(lo - 1, 0), min(hi + 1, trials)
-        flips.append((lo, hi, binomial_pmf(np.arange(lo, hi + 1), trials, p)))
+        # One more point each side than the tail needs: an outcome next to the window's end may carry most
+        # of the mass of the other hypothesis (e.g. a one-point window when p is tiny).
+        mode = min(math.floor((trials + 1) * p), trials)
+        lo, pmf, d = binomial_walk(trials, p, float(binomial_pmf(mode, trials, p)), _INNER_TAIL)
+        flips.append((lo, lo + pmf.size - 1, pmf))
         dropped += d
     (lo1, hi1, flipped), (lo0, hi0, raised) = flips
-    # Reported ones: ones - (flipped ones) + (raised zeros), from ones - hi1 + lo0 up to ones - lo1 + hi0.
+    if min(flipped.size, raised.size) >= _RECURRENCE_WINDOW:
+        cut_lo, cut_hi = two_binomial_tails(ones, zeros, p, tail_mass)
+        # Reported ones range over ones - hi1 + lo0 .. ones - lo1 + hi0 in the windows.
+        first, last = max(cut_lo + 1, ones - hi1 + lo0 + 1), min(cut_hi - 1, ones - lo1 + hi0 - 1)
+        if first == cut_lo + 1 and last == cut_hi - 1 and last - first > 2:
+            noise, smallest = two_binomial_pmf(flipped, lo1, raised, lo0, ones, zeros, p, first, last, _SEGMENT)
+            # Windows: ≤ 4u per step of their walks; dot products: ≤ u per term; recurrence: ≤ 16u per step.
+            error = (max(flipped.size, raised.size) + 4 * (flipped.size + raised.size) + 16 * _SEGMENT) * _U
+            if smallest > 0.0 and 2.0 * _INNER_TAIL / smallest + error <= _RECURRENCE_RTOL:
+                half = tail_mass / 2.0
+                return noise, half, half
     # Direct (not FFT) convolution: a sum of positive terms, accurate to a few ulps relative.
     noise = np.convolve(flipped[::-1], raised)
     # N(i) = 0 exactly below 0 and above n-1: pad so boundary outcomes of N + X are kept.
     at_bottom, at_top = hi1 == ones and lo0 == 0, lo1 == 0 and hi0 == zeros
-    return np.concatenate([[0.0] if at_bottom else [], noise, [0.0] if at_top else []]), dropped
-
-
-def _pair_from_noise(noise: NDArray[np.float64], dropped: float, p: float, tail_mass: float, label: str) -> PrivacyLossPair:
-    """Pair ``(N + Bern(p), N + Bern(1-p))`` from a windowed pmf of N, keeping exactly computed outcomes.
-
-    Outcome ``j`` (``N + X`` at window index ``j``) is kept when ``N(j)`` and ``N(j-1)`` both lie in the
-    tail-trimmed range ``[first, last]``; the P- and Q-mass of the other outcomes is booked exactly.
-    """
+    noise = np.concatenate([[0.0] if at_bottom else [], noise, [0.0] if at_top else []])
     cdf = np.cumsum(noise)
     sf = np.cumsum(noise[::-1])[::-1]
     half = tail_mass / 2.0
     # One more point on each side: a window of one point would keep no outcome (each needs N(j), N(j-1)).
     first = max(0, int(np.searchsorted(cdf, half, side="right")) - 2)
     last = min(noise.size - 1, noise.size - int(np.searchsorted(sf[::-1], half, side="right")) + 1)
-    cur, prev = noise[first + 1 : last + 1], noise[first:last]
+    below = (cdf[first - 1] if first > 0 else 0.0) + dropped
+    above = sf[last + 1] if last + 1 < noise.size else 0.0
+    return noise[first : last + 1], below, above
+
+
+def _pair_from_noise(noise: NDArray[np.float64], below: float, above: float, p: float, label: str) -> PrivacyLossPair:
+    """Pair ``(N + Bern(p), N + Bern(1-p))`` from the pmf of N on a range ``[first, last]`` (``noise``) and
+    bounds on its mass below and above it.
+
+    Outcome ``j`` is kept when ``N(j)`` and ``N(j-1)`` both lie in the range; the P- and Q-mass of the other
+    outcomes is booked.
+    """
+    cur, prev = noise[1:], noise[:-1]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = prev / cur
         # Loss from the ratio r = N(j-1)/N(j) (an ulp-accurate division), not a difference of log-pmfs.
         loss = np.log((1.0 - p) + p * ratio) - np.log(p + (1.0 - p) * ratio)
     eps0 = np.log1p(-p) - np.log(p)
     loss = np.where(cur == 0.0, -eps0, np.where(prev == 0.0, eps0, loss))
-    below = cdf[first - 1] if first > 0 else 0.0
-    above = sf[last + 1] if last + 1 < noise.size else 0.0
 
     def direction(stay: float, move: float, sign: float) -> LossDistribution:
         # P(N + X = j) = stay·N(j) + move·N(j-1); both weights passed exactly (1 - (1 - p) is not p).
         masses = stay * cur + move * prev
-        unkept = below + noise[first] * stay + above + noise[last] * move + dropped
+        unkept = below + noise[0] * stay + above + noise[-1] * move
         keep = masses > 0
         return LossDistribution(sign * loss[keep], masses[keep], truncated_mass=min(unkept, 1.0))
 

@@ -1,140 +1,20 @@
-"""Numba kernels for the sequential loops of the library (the only module that imports numba).
-
-numba is imported, and every kernel here is jitted, on the first call of a public wrapper, not on import
-(``import numba`` alone costs ~0.3 s).  Kernels are compiled with ``cache=True``; before numba is
-imported, ``NUMBA_CACHE_DIR`` defaults to ``$XDG_CACHE_HOME/pldshuffle/numba`` (``~/.cache/...``) when the
-user has not set it, so that a package installed read-only still reuses its compiled kernels across
-processes (set by :func:`configure_numba_cache`, which ``pldshuffle/__init__.py`` calls at import).
-
-Kernels are plain Python functions registered with :func:`_jit`; :func:`_compiled` replaces each by its
-numba dispatcher in this module's namespace (so jitted kernels calling each other resolve to
-dispatchers) the first time any kernel is needed.
-"""
+"""Tilted trinomial pairs of shuffled kRR streamed onto the lattice (see :mod:`pldshuffle._kernels`)."""
 
 from __future__ import annotations
 
 import math
-import os
-import sys
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = [
-    "bin_points",
-    "configure_numba_cache",
-    "fill_tilted_points",
-    "hockey_stick_profile",
-    "num_threads",
-    "rounding_mgf",
-    "stream_tilted_points",
-]
+from . import compiled as _compiled
+from . import jit as _jit
 
-_JIT_OPTIONS: dict[str, dict[str, object]] = {}
-_READY = False
-prange = range  # replaced by numba.prange when the kernels are jitted
+__all__ = ["bin_points", "fill_tilted_points", "stream_tilted_points"]
+
+prange = range  # numba.prange once jitted
 
 
-def configure_numba_cache() -> None:
-    """Default ``NUMBA_CACHE_DIR`` to a per-user cache directory, unless the user set it.
-
-    ``cache=True`` otherwise writes next to the module, which fails silently in a read-only install
-    and makes every new process recompile (seconds).  The directory is ``$XDG_CACHE_HOME/pldshuffle/numba``
-    (``~/.cache/pldshuffle/numba``); nothing is set if it cannot be created.  If numba is already
-    imported, its configuration is updated too (it reads the variable only at import).
-    """
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(base, "pldshuffle", "numba")
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    if not os.access(path, os.W_OK):
-        return
-    os.environ["NUMBA_CACHE_DIR"] = path
-    config = sys.modules.get("numba.core.config")
-    if config is not None:
-        config.CACHE_DIR = path
-
-
-def _jit(**options: object) -> Callable[[Callable], Callable]:
-    """Register a kernel to be jitted with ``numba.njit(cache=True, **options)`` on first use."""
-
-    def register(func: Callable) -> Callable:
-        _JIT_OPTIONS[func.__name__] = {"cache": True, **options}
-        return func
-
-    return register
-
-
-def _compiled() -> None:
-    """Import numba and replace every registered kernel by its dispatcher (once; compilation is lazy)."""
-    global _READY, prange
-    if _READY:
-        return
-    configure_numba_cache()
-    import numba
-
-    namespace = globals()
-    prange = numba.prange
-    for name, options in _JIT_OPTIONS.items():
-        namespace[name] = numba.njit(**options)(namespace[name])
-    _READY = True
-
-
-def num_threads() -> int:
-    """numba's thread count (imports numba)."""
-    _compiled()
-    import numba
-
-    return int(numba.get_num_threads())
-
-
-# ----------------------------------------------------------------------------- grid profile
-@_jit()
-def _profile(masses: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - jitted
-    m = masses.size
-    profile = np.zeros(m + 1)
-    suffix = np.zeros(m + 1)
-    one_minus = 1.0 - decay
-    for j in range(m - 1, -1, -1):
-        suffix[j] = suffix[j + 1] + masses[j]
-        # H_j = e^{-dx} H_{j+1} + (1 - e^{-dx}) A_{j+1}: every term is non-negative, so no cancellation.
-        profile[j] = decay * profile[j + 1] + one_minus * suffix[j + 1]
-    return profile, suffix
-
-
-def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Finite part of the hockey-stick curve of a grid PLD at its own grid points.
-
-    For masses ``a_j`` at losses ``z_j = z_0 + j·dx`` returns ``(H, A)`` with
-    ``H_j = Σ_{l>j} a_l (1 - e^{z_j - z_l})`` and ``A_j = Σ_{l≥j} a_l`` (both with a trailing 0 entry),
-    by the positive recursion ``H_{j-1} = e^{-dx} H_j + (1 - e^{-dx}) A_j``.  O(m), no cancellation.
-    """
-    _compiled()
-    return _profile(np.ascontiguousarray(masses, dtype=np.float64), float(np.exp(-spacing)))
-
-
-@_jit()
-def _rounding_mgf(scales: np.ndarray, frac: np.ndarray, masses: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
-    out = np.zeros(scales.size)
-    for i in range(frac.size):
-        for c in range(scales.size):
-            out[c] += masses[i] * np.exp(-scales[c] * frac[i])
-    return out
-
-
-def rounding_mgf(scales: NDArray[np.float64], frac: NDArray[np.float64], masses: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``Σ_i masses_i exp(-scales_c frac_i)`` for every scale, in O(len(scales)) memory."""
-    _compiled()
-    return _rounding_mgf(np.ascontiguousarray(scales), np.ascontiguousarray(frac), np.ascontiguousarray(masses))
-
-
-# ----------------------------------------------------------------------------- tilted trinomial pairs (kRR)
 @_jit()
 def _walk_pair(c, x_lo, x_hi, log_wa, log_a, log_b, r, losses, masses, pos, log_buf):  # pragma: no cover
     """Points ``x = x_lo .. x_hi`` of one pair ``(u, c)`` into ``losses/masses[pos + x - x_lo]``.

@@ -1,0 +1,103 @@
+"""Numba kernels for the sequential loops of the library (the only package that imports numba, besides
+the clone kernels of :mod:`pldshuffle._clone_kernels`).
+
+numba is imported, and every kernel here is jitted, on the first call of a public wrapper, not on import
+(``import numba`` alone costs ~0.3 s).  Kernels are compiled with ``cache=True``; before numba is
+imported, ``NUMBA_CACHE_DIR`` defaults to ``$XDG_CACHE_HOME/pldshuffle/numba`` (``~/.cache/...``) when the
+user has not set it, so that a package installed read-only still reuses its compiled kernels across
+processes (set by :func:`configure_numba_cache`, which ``pldshuffle/__init__.py`` calls at import).
+
+Kernels are plain Python functions registered with :func:`jit`; :func:`compiled` replaces each by its
+numba dispatcher in its own module's namespace (so jitted kernels calling each other resolve to
+dispatchers) the first time any kernel is needed.  Submodules by topic: :mod:`.profile` (lattice
+hockey-stick profiles, rounding MGFs), :mod:`.tilted` (kRR tilted trinomial pairs) and :mod:`.binomial`
+(2RR binomial windows and sums of two binomials).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = [
+    "bin_points",
+    "binomial_walk",
+    "compiled",
+    "configure_numba_cache",
+    "fill_tilted_points",
+    "hockey_stick_profile",
+    "jit",
+    "num_threads",
+    "rounding_mgf",
+    "stream_tilted_points",
+    "two_binomial_pmf",
+]
+
+_JIT_OPTIONS: dict[tuple[str, str], dict[str, object]] = {}
+_READY = False
+
+
+def configure_numba_cache() -> None:
+    """Default ``NUMBA_CACHE_DIR`` to a per-user cache directory, unless the user set it.
+
+    ``cache=True`` otherwise writes next to the module, which fails silently in a read-only install
+    and makes every new process recompile (seconds).  The directory is ``$XDG_CACHE_HOME/pldshuffle/numba``
+    (``~/.cache/pldshuffle/numba``); nothing is set if it cannot be created.  If numba is already
+    imported, its configuration is updated too (it reads the variable only at import).
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "pldshuffle", "numba")
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    if not os.access(path, os.W_OK):
+        return
+    os.environ["NUMBA_CACHE_DIR"] = path
+    config = sys.modules.get("numba.core.config")
+    if config is not None:
+        config.CACHE_DIR = path
+
+
+def jit(**options: object) -> Callable[[Callable], Callable]:
+    """Register a kernel to be jitted with ``numba.njit(cache=True, **options)`` on first use."""
+
+    def register(func: Callable) -> Callable:
+        _JIT_OPTIONS[func.__module__, func.__name__] = {"cache": True, **options}
+        return func
+
+    return register
+
+
+def compiled() -> None:
+    """Import numba and replace every registered kernel by its dispatcher, and ``prange`` by
+    ``numba.prange``, in the kernel's module (once; compilation is lazy)."""
+    global _READY
+    if _READY:
+        return
+    configure_numba_cache()
+    import numba
+
+    for (module, name), options in _JIT_OPTIONS.items():
+        namespace = sys.modules[module].__dict__
+        namespace[name] = numba.njit(**options)(namespace[name])
+        if "prange" in namespace:
+            namespace["prange"] = numba.prange
+    _READY = True
+
+
+def num_threads() -> int:
+    """numba's thread count (imports numba)."""
+    compiled()
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+from .binomial import binomial_walk, two_binomial_pmf  # noqa: E402  (the submodules register with jit)
+from .profile import hockey_stick_profile, rounding_mgf  # noqa: E402
+from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402

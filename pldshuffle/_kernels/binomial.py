@@ -1,0 +1,112 @@
+"""Binomial windows and the pmf of a sum of two binomials for shuffled 2RR (see :mod:`pldshuffle._kernels`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import compiled as _compiled
+from . import jit as _jit
+
+__all__ = ["binomial_walk", "two_binomial_pmf"]
+
+
+@_jit(inline="always")
+def _window_dot(k, x, x_lo, y, y_lo, ones):  # pragma: no cover - jitted
+    """``Σ_i x(i)·y(k - ones + i)`` over the windows: ``P[ones - X + Y = k]`` less what they drop."""
+    acc = 0.0
+    for i in range(max(x_lo, y_lo + ones - k), min(x_lo + x.size, y_lo + y.size + ones - k)):
+        acc += x[i - x_lo] * y[k - ones + i - y_lo]
+    return acc
+
+
+@_jit()
+def _two_binomial(x, x_lo, y, y_lo, ones, zeros, p, q, first, last, split, segment):  # pragma: no cover - jitted
+    out = np.empty(last - first + 1)
+    smallest = np.inf
+    s = first  # forward segments over first..split (A_k >= 0: every term positive)
+    while s <= split:
+        e = min(s + segment - 1, split)
+        for k in range(s, min(s + 1, e) + 1):
+            out[k - first] = _window_dot(k, x, x_lo, y, y_lo, ones)
+            smallest = min(smallest, out[k - first])
+        for k in range(s + 1, e):
+            a = q * q * (ones - k) + p * p * (zeros - k)
+            out[k + 1 - first] = (a * out[k - first] + q * p * (ones + zeros - k + 1) * out[k - 1 - first]) / (p * q * (k + 1))
+        s = e + 1
+    e = last  # backward segments over split+1..last (A_k <= 0)
+    while e > split:
+        s = max(e - segment + 1, split + 1)
+        for k in range(max(e - 1, s), e + 1):
+            out[k - first] = _window_dot(k, x, x_lo, y, y_lo, ones)
+            smallest = min(smallest, out[k - first])
+        for k in range(e - 1, s, -1):
+            a = q * q * (ones - k) + p * p * (zeros - k)
+            out[k - 1 - first] = (p * q * (k + 1) * out[k + 1 - first] - a * out[k - first]) / (q * p * (ones + zeros - k + 1))
+        e = s - 1
+    return out, smallest
+
+
+@_jit()
+def _binomial_walk(trials, odds, mode, at_mode, half):  # pragma: no cover - jitted
+    sides = []
+    tail = 0.0
+    for step in (1, -1):
+        values = [at_mode]
+        k, value = mode, at_mode
+        while 0 < k if step < 0 else k < trials:
+            # r = pmf(k ± 1)/pmf(k) falls as the walk goes out (log-concave), so the tail beyond k is
+            # at most value·r/(1 - r); one more point is kept past the first k where that is ≤ half.
+            r = k / ((trials - k + 1) * odds) if step < 0 else (trials - k) / (k + 1) * odds
+            values.append(value * r)
+            k += step
+            if r < 1.0 and value * r / (1.0 - r) <= half:
+                tail += value * r / (1.0 - r)
+                break
+            value *= r
+        sides.append(values)
+    up, down = sides
+    out = np.empty(len(down) + len(up) - 1)
+    for j in range(len(down)):
+        out[len(down) - 1 - j] = down[j]
+    for j in range(1, len(up)):
+        out[len(down) - 1 + j] = up[j]
+    return mode - len(down) + 1, out, tail
+
+
+def binomial_walk(trials: int, prob: float, at_mode: float, tail_mass: float) -> tuple[int, NDArray[np.float64], float]:
+    """Central window of ``Bin(trials, prob)`` and its pmf, walked out from the mode.
+
+    ``at_mode`` is the pmf at ``mode = ⌊(trials+1)·prob⌋``; the walk multiplies by the ratios
+    ``pmf(k+1)/pmf(k) = (trials-k)/(k+1)·prob/(1-prob)`` (relative error ≤ 4u per step, no cancellation)
+    until, by log-concavity, the tail beyond is at most ``tail_mass/2`` each side, and keeps one more point.
+    Returns ``(lo, pmf, dropped)``, ``dropped`` bounding the mass outside (rounded up).  O(window).
+    """
+    _compiled()
+    mode = min(int(math.floor((trials + 1) * prob)), trials)
+    lo, pmf, dropped = _binomial_walk(int(trials), prob / (1.0 - prob), mode, float(at_mode), tail_mass / 2.0)
+    return lo, pmf, dropped * 1.001
+
+
+def two_binomial_pmf(
+    x: NDArray[np.float64], x_lo: int, y: NDArray[np.float64], y_lo: int, ones: int, zeros: int, p: float, first: int, last: int, segment: int
+) -> tuple[NDArray[np.float64], float]:
+    """pmf of ``N = ones - X + Y``, ``X ~ Bin(ones, p)``, ``Y ~ Bin(zeros, p)``, on ``k = first..last``,
+    from windows ``x`` (of X's pmf, from ``x_lo``) and ``y`` (of Y's, from ``y_lo``) in O(last - first)
+    plus O(window) per segment, instead of the O(|x|·|y|) convolution.
+
+    ``N ~ Bin(ones, 1-p) + Bin(zeros, p)`` has generating function ``G = (p + qz)^a (q + pz)^b``
+    (``q = 1-p``, ``a = ones``, ``b = zeros``); ``(p + qz)(q + pz) G' = (aq(q + pz) + bp(p + qz)) G``
+    gives the three-term recurrence ``pq(k+1) f_{k+1} = A_k f_k + pq(a+b-k+1) f_{k-1}`` with
+    ``A_k = q²(a-k) + p²(b-k)``.  Below ``k* = (q²a + p²b)/(q²+p²)`` it runs forward, above it backward:
+    every term is then non-negative, so a value's relative error is at most its inputs' largest plus a
+    few roundings (O(u) per step, no cancellation).  Each segment of at most ``segment`` points starts
+    from two windowed dot products.  Returns ``(pmf, smallest start value)``: the caller bounds the
+    relative error by ``dropped/smallest + (window + 16·segment)·u``.
+    """
+    _compiled()
+    star = (q := 1.0 - p) ** 2 * ones + p * p * zeros
+    split = min(max(int(math.floor(star / (q * q + p * p))), first - 1), last)
+    return _two_binomial(np.ascontiguousarray(x), int(x_lo), np.ascontiguousarray(y), int(y_lo), int(ones), int(zeros), float(p), q, int(first), int(last), split, int(segment))

@@ -1,0 +1,50 @@
+"""Hockey-stick profiles of lattice measures and the rounding-offset MGF (see :mod:`pldshuffle._kernels`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import compiled as _compiled
+from . import jit as _jit
+
+__all__ = ["hockey_stick_profile", "rounding_mgf"]
+
+
+@_jit()
+def _profile(masses: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - jitted
+    m = masses.size
+    profile = np.zeros(m + 1)
+    suffix = np.zeros(m + 1)
+    one_minus = 1.0 - decay
+    for j in range(m - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + masses[j]
+        # H_j = e^{-dx} H_{j+1} + (1 - e^{-dx}) A_{j+1}: every term is non-negative, so no cancellation.
+        profile[j] = decay * profile[j + 1] + one_minus * suffix[j + 1]
+    return profile, suffix
+
+
+def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Finite part of the hockey-stick curve of a grid PLD at its own grid points.
+
+    For masses ``a_j`` at losses ``z_j = z_0 + j·dx`` returns ``(H, A)`` with
+    ``H_j = Σ_{l>j} a_l (1 - e^{z_j - z_l})`` and ``A_j = Σ_{l≥j} a_l`` (both with a trailing 0 entry),
+    by the positive recursion ``H_{j-1} = e^{-dx} H_j + (1 - e^{-dx}) A_j``.  O(m), no cancellation.
+    """
+    _compiled()
+    return _profile(np.ascontiguousarray(masses, dtype=np.float64), float(np.exp(-spacing)))
+
+
+@_jit()
+def _rounding_mgf(scales: np.ndarray, frac: np.ndarray, masses: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+    out = np.zeros(scales.size)
+    for i in range(frac.size):
+        for c in range(scales.size):
+            out[c] += masses[i] * np.exp(-scales[c] * frac[i])
+    return out
+
+
+def rounding_mgf(scales: NDArray[np.float64], frac: NDArray[np.float64], masses: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``Σ_i masses_i exp(-scales_c frac_i)`` for every scale, in O(len(scales)) memory."""
+    _compiled()
+    return _rounding_mgf(np.ascontiguousarray(scales), np.ascontiguousarray(frac), np.ascontiguousarray(masses))

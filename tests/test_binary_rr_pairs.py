@@ -1,0 +1,83 @@
+"""The 2RR dataset pairs built by recurrence (sum of two binomials) against independent references.
+
+References: the full convolution of SciPy's binomial pmfs over the whole support (no windows, no
+recurrence) and the dict-convolution pair of ``tests/reference.py`` (§1 of the reference).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from reference import hockey_stick, pair_binary_rr, split_pair
+from scipy import stats
+
+from pldshuffle import ShuffledBinaryRR
+from pldshuffle._kernels import binomial_walk, two_binomial_pmf
+from pldshuffle.mechanisms import binary_rr
+from pldshuffle.mechanisms._binomial import two_binomial_tails
+
+CASES = [(300, 299, 0.3775), (40, 2000, 0.119), (5000, 0, 0.27), (1234, 4321, 0.0474), (90, 90, 0.5)]
+
+
+def _full_sum(ones: int, zeros: int, p: float) -> np.ndarray:
+    """pmf of Bin(ones, 1-p) + Bin(zeros, p) on 0..ones+zeros by direct convolution of full supports."""
+    return np.convolve(stats.binom.pmf(np.arange(ones + 1), ones, 1 - p), stats.binom.pmf(np.arange(zeros + 1), zeros, p))
+
+
+@pytest.mark.parametrize("trials,p", [(0, 0.3), (7, 0.3), (1000, 0.119), (200_000, 0.27), (5, 1e-100), (3, 0.9)])
+def test_binomial_walk_matches_scipy_and_bounds_what_it_drops(trials, p):
+    mode = min(math.floor((trials + 1) * p), trials)
+    lo, pmf, dropped = binomial_walk(trials, p, float(stats.binom.pmf(mode, trials, p)), 1e-36)
+    ref = stats.binom.pmf(np.arange(lo, lo + pmf.size), trials, p)
+    assert np.max(np.abs(pmf / ref - 1.0)) < 1e-11
+    outside = stats.binom.cdf(lo - 1, trials, p) + stats.binom.sf(lo + pmf.size - 1, trials, p)
+    assert outside <= dropped
+    assert dropped <= 1e-36 * 1.01
+
+
+@pytest.mark.parametrize("ones,zeros,p", [c for c in CASES if c[0] and c[1]])
+def test_chernoff_cuts_hold_and_recurrence_matches_full_convolution(ones, zeros, p):
+    full = _full_sum(ones, zeros, p)
+    cut_lo, cut_hi = two_binomial_tails(ones, zeros, p, 1e-18)
+    assert full[: cut_lo + 1].sum() <= 5e-19 and full[cut_hi:].sum() <= 5e-19
+    first, last = cut_lo + 1, cut_hi - 1
+    windows = []
+    for trials in (ones, zeros):
+        mode = min(math.floor((trials + 1) * p), trials)
+        windows.append(binomial_walk(trials, p, float(stats.binom.pmf(mode, trials, p)), 1e-36)[:2])
+    (x_lo, x), (y_lo, y) = windows
+    # Short segments exercise many restarts on both sides of the split.
+    for segment in (4096, 37):
+        got, smallest = two_binomial_pmf(x, x_lo, y, y_lo, ones, zeros, p, first, last, segment)
+        ref = full[first : last + 1]
+        assert smallest > 0
+        assert np.max(np.abs(got / ref - 1.0)) < 1e-11
+
+
+@pytest.mark.parametrize("n,eps0,m", [(600, 0.5, 100), (600, 0.5, 150), (600, 0.5, 299), (900, 2.0, 150), (900, 2.0, 449)])
+def test_recurrence_pairs_bracket_the_reference_pair(monkeypatch, n, eps0, m):
+    calls = []
+    monkeypatch.setattr(binary_rr, "two_binomial_pmf", lambda *a: calls.append(1) or two_binomial_pmf(*a))
+    pair = ShuffledBinaryRR(n, eps0).dataset_pair(m)
+    assert calls, "the recurrence path was not taken"
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    P, Q = split_pair(pair_binary_rr(n, p, m))
+    eps = np.array([0.0, 0.01, 0.05, 0.1, 0.2, 0.4])
+    lower, upper = pair.delta_bounds(eps)
+    for e, lo, up in zip(eps, lower, upper):
+        exact = max(hockey_stick(P, Q, e), hockey_stick(Q, P, e))
+        # The float reference is accurate to ~1e-14 relative; the bracket's own slack is ~1e-10.
+        assert lo <= exact * (1 + 1e-13) and exact <= up * (1 + 1e-13), (e, lo, exact, up)
+        assert up - lo <= 1e-9 * exact + 1e-17
+
+
+def test_recurrence_and_convolution_paths_agree(monkeypatch):
+    fast = binary_rr._dataset_pair(3000, 1.0, 700, 1e-18)
+    monkeypatch.setattr(binary_rr, "_RECURRENCE_WINDOW", 10**9)
+    slow = binary_rr._dataset_pair(3000, 1.0, 700, 1e-18)
+    eps = np.linspace(0.0, 0.3, 13)
+    (fl, fu), (sl, su) = fast.delta_bounds(eps), slow.delta_bounds(eps)
+    assert np.all(fl <= su) and np.all(sl <= fu)
+    assert np.allclose(fu, su, rtol=1e-9, atol=1e-17)
