@@ -3,7 +3,8 @@
 The two costs that grow without bound are (a) the FFT compositions: each realisation transforms a window
 of W lattice points, O(W log W), and there are about tilts × orders × (1 + witnesses) realisations; and
 (b) the branch and bound over the datasets of :class:`~pldshuffle.ShuffledBinaryRR` with
-``dataset="worst"``, whose cells' binomial pairs are about ``sqrt(n·p(1-p))`` points wide.  Everything
+``dataset="worst"``, whose cells' binomial pairs are about ``sqrt(n·p(1-p))`` points wide (and cost that
+much each).  Everything
 else (building lattice measures, queries) is cheaper by orders of magnitude in the measured cases.
 """
 
@@ -22,9 +23,13 @@ __all__ = ["SLOW_SECONDS", "estimated_seconds", "warn_if_slow"]
 #: Seconds per (point × log2 points) of one FFT realisation: 4 realisations of 9.7e6 points took 9.0 s
 #: (ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 1024 rounds, Δ = 1e-5; 2 CPU cores, scipy FFT).
 FFT_SECONDS = 1.0e-8
-#: Seconds per unit of sqrt(n·p(1-p)) of the 2RR worst-case branch and bound: 9 s at n = 1e5, 24 s at
-#: n = 1e6 and ~90 s at n = 1e7 (ε0 = 1), 13 s at n = 1e6, ε0 = 2 (same machine).
-COVER_SECONDS = 6.3e-2
+#: Seconds per unit of (n·p(1-p))^(1/4) of the 2RR worst-case branch and bound (its pairs cost O(√(n p(1-p)))
+#: each, by recurrence, and fewer cells are needed as n grows): one round at ε0 = 1 took 3.1 s at n = 1e5,
+#: 6.6 s at n = 1e6, 9.5 s at n = 1e7 and 12.3 s at n = 1e8; 1.9 s at n = 1e6, ε0 = 4 (same machine).
+COVER_SECONDS = 0.3
+#: Beyond this sqrt(n·p(1-p)) the recurrence's error bound fails and the pairs are convolved directly,
+#: O(n·p(1-p)) each: seconds per unit of sqrt(n·p(1-p)) then (371 s at n = 1e8, ε0 = 1, before the recurrence).
+RECURRENCE_SD, CONVOLUTION_SECONDS = 5500.0, 8.4e-2
 #: Tilted frames per composition assumed before they are chosen (θ = 0 and one saddle point is usual; at most 3).
 TILTS = 2
 #: Warn when the estimate exceeds this many seconds.
@@ -42,7 +47,8 @@ def estimated_seconds(
     * the FFT compositions, ``TILTS × directions × (1 + witnesses) × FFT_SECONDS · W log2 W`` (none for a
       single round, which is answered without composing);
     * for each :class:`~pldshuffle.ShuffledBinaryRR` with ``dataset="worst"``, the branch and bound over
-      datasets, ``COVER_SECONDS · sqrt(n·p(1-p))`` with ``p = 1/(e^ε0 + 1)``.
+      datasets, ``COVER_SECONDS · (n·p(1-p))^(1/4)`` with ``p = 1/(e^ε0 + 1)``, or
+      ``CONVOLUTION_SECONDS · (n·p(1-p))^(1/2)`` above ``RECURRENCE_SD``.
 
     Other costs (other mechanisms' lattice measures, same-data blocks' extra compositions) are not
     modelled.
@@ -69,7 +75,8 @@ def estimated_seconds(
     for mechanism, _ in ledger:
         if isinstance(mechanism, ShuffledBinaryRR) and mechanism.dataset == "worst":
             p = mechanism.flip_probability
-            seconds += COVER_SECONDS * math.sqrt(mechanism.num_users * p * (1.0 - p))
+            sd = math.sqrt(mechanism.num_users * p * (1.0 - p))
+            seconds += COVER_SECONDS * math.sqrt(sd) if sd <= RECURRENCE_SD else CONVOLUTION_SECONDS * sd
     if sum(count for _, count in ledger) > 1 and window_points > 0:
         points = max(float(window_points), 2.0)
         seconds += TILTS * directions * (1 + witnesses) * FFT_SECONDS * points * math.log2(points)

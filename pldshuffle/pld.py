@@ -14,7 +14,9 @@ direction is
 
 .. math::  H_{e^\\varepsilon} = \\delta_\\infty + \\sum_{s>\\varepsilon} (1-e^{\\varepsilon-s})\\,\\omega(s).
 
-Floating point.  Masses come from Boost/SciPy pmf evaluations, which are accurate to a few ulps; a
+Floating point.  Masses come from Boost/SciPy pmf evaluations (accurate to ~1e-15 relative near the mode
+and to ~5e-12 in the tails at 1e8 trials, measured against mpmath) or from recurrences with a-priori
+error bounds below 1e-10; a
 relative slack of ``MASS_RTOL`` on every mass and an absolute slack proportional to the summed mass
 (``SUM_RTOL`` times the mass above ε, covering cancellation in suffix sums) are booked into the upper
 and lower bounds so that the bracket stays strict under rounding.
@@ -34,7 +36,7 @@ from .grid import DiscretizedDirection, discretize
 
 __all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair"]
 
-#: Assumed relative accuracy of each probability mass (pmf evaluations are ~1e-15; 1e-10 is a wide margin).
+#: Assumed relative accuracy of each probability mass (Boost's binomial pmf: ≤ 5e-12 up to 1e8 trials).
 MASS_RTOL = 1e-10
 #: Relative error allowance for sums and suffix-sum cancellation, times the mass involved.
 SUM_RTOL = 1e-12

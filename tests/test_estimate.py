@@ -34,9 +34,9 @@ def test_a_single_round_has_no_fft_cost():
 
 
 def test_big_case_warns_before_any_work():
-    """2RR worst case with n = 1e7 (measured ~90 s): warned and reported before the families are built."""
+    """2RR worst case with n = 1e10 (pairs convolved directly, hours): warned before the families are built."""
     messages: list[str] = []
-    acc = ps.FourierAccountant(progress=messages.append).compose(ps.ShuffledBinaryRR(10**7, 1.0))
+    acc = ps.FourierAccountant(progress=messages.append).compose(ps.ShuffledBinaryRR(10**10, 1.0))
 
     def refuse(mechanism):
         raise RuntimeError("no family may be built before the warning")

@@ -133,10 +133,11 @@ def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, in
 
 
 def binomial_logpmf(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob: float) -> NDArray[np.float64]:
-    """``log Bin(trials, prob)(k)`` accurate to a few ulps of the pmf.
+    """``log Bin(trials, prob)(k)`` as accurate as Boost's pmf (≤ 1.3e-15 relative at the mode, up to ~5e-12
+    several standard deviations out at 1e8 trials, measured against mpmath).
 
     ``scipy.stats.binom.logpmf`` goes through ``gammaln`` differences and loses accuracy with ``trials``
-    (relative pmf error ~4e-10 at 1e5 trials, ~4e-9 at 1e6); ``binom.pmf`` (Boost) does not.  So take
+    (relative pmf error ~4e-10 at 1e5 trials, ~4e-9 at 1e6); ``binom.pmf`` (Boost) much less.  So take
     ``log(pmf)``, and the ``gammaln`` form only where the pmf is below 1e-290 (masses that small are irrelevant).
     """
     pmf = binomial_pmf(k, trials, prob)

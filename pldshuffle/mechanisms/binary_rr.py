@@ -46,8 +46,10 @@ _INNER_TAIL = 1e-36
 _RECURRENCE_WINDOW = 64
 #: ... in segments of at most this many points (each restarted from two windowed dot products) ...
 _SEGMENT = 4096
-#: ... if its a-priori relative error bound is below this (half of MASS_RTOL), else from the convolution.
-_RECURRENCE_RTOL = 5e-11
+#: ... if its a-priori relative error bound is below this, else from the convolution.  The masses may be off
+#: by MASS_RTOL = 1e-10 relative (the rest of a mass's rounding is a few u) and the losses, log-ratios of
+#: neighbours, by LOSS_ATOL = 1e-9 (twice this, at most).  The bound holds up to n ≈ 1.5e8.
+_RECURRENCE_RTOL = 8e-11
 _U = float(np.finfo(np.float64).eps) / 2.0
 
 
@@ -159,7 +161,7 @@ class ShuffledBinaryRR(ShuffleMechanism):
         return Cell(lambda: pair(n - width, first), lambda: pair(n, exact_m), split, label)
 
     def dataset_pair(self, ones_among_others: int, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PrivacyLossPair:
-        """Exact pair ``(P_m, Q_m)`` for ``m = ones_among_others`` (O(n) time, O(√n) support after windowing).
+        """Exact pair ``(P_m, Q_m)`` for ``m = ones_among_others`` (O(√n) time and support after windowing).
 
         Outcomes whose pmf is not computed exactly are dropped and their ``P``-mass booked as
         truncated mass (at most ``tail_mass`` plus 1e-59).
@@ -181,18 +183,18 @@ def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[n
 
     ``Bin(ones, 1-p)`` is evaluated as ``ones - Bin(ones, p)``: ``1 - p`` rounds to 1 for ε0 ≳ 37 (and
     loses relative accuracy in ``p`` well before), which would make the ones deterministic.  Both binomials
-    are windowed (dropping ≤ 1e-36 each, :func:`~pldshuffle._kernels.binomial_walk`); when both windows are wide, ``N`` comes from the three-term
-    recurrence of :func:`~pldshuffle._kernels.two_binomial_pmf` on Chernoff cuts (O(√n)), otherwise from
-    their direct convolution (O(window²), exact sums of positive terms).
+    are windowed (:func:`~pldshuffle._kernels.binomial_walk`, dropping ≤ 1e-36 each).  When both windows
+    are wide, ``N`` comes from the three-term recurrence of :func:`~pldshuffle._kernels.two_binomial_pmf`
+    between Chernoff cuts (O(√n)) if its a-priori relative error bound is ≤ ``_RECURRENCE_RTOL``;
+    otherwise from the direct convolution of the windows (O(window²), sums of positive terms).
     """
-    flips, dropped = [], 0.0
+    flips, dropped, errors = [], 0.0, 0.0
     for trials in (ones, zeros):
         # One more point each side than the tail needs: an outcome next to the window's end may carry most
         # of the mass of the other hypothesis (e.g. a one-point window when p is tiny).
-        mode = min(math.floor((trials + 1) * p), trials)
-        lo, pmf, d = binomial_walk(trials, p, float(binomial_pmf(mode, trials, p)), _INNER_TAIL)
+        lo, pmf, d, error = binomial_walk(trials, p, lambda k, t=trials: binomial_pmf(k, t, p), _INNER_TAIL)
         flips.append((lo, lo + pmf.size - 1, pmf))
-        dropped += d
+        dropped, errors = dropped + d, errors + error
     (lo1, hi1, flipped), (lo0, hi0, raised) = flips
     if min(flipped.size, raised.size) >= _RECURRENCE_WINDOW:
         cut_lo, cut_hi = two_binomial_tails(ones, zeros, p, tail_mass)
@@ -200,9 +202,9 @@ def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[n
         first, last = max(cut_lo + 1, ones - hi1 + lo0 + 1), min(cut_hi - 1, ones - lo1 + hi0 - 1)
         if first == cut_lo + 1 and last == cut_hi - 1 and last - first > 2:
             noise, smallest = two_binomial_pmf(flipped, lo1, raised, lo0, ones, zeros, p, first, last, _SEGMENT)
-            # Windows: ≤ 4u per step of their walks; dot products: ≤ u per term; recurrence: ≤ 16u per step.
-            error = (max(flipped.size, raised.size) + 4 * (flipped.size + raised.size) + 16 * _SEGMENT) * _U
-            if smallest > 0.0 and 2.0 * _INNER_TAIL / smallest + error <= _RECURRENCE_RTOL:
+            # Start values: the windows' errors, ≤ u per term of the dot products; then ≤ 16u per step.
+            error = errors + (min(flipped.size, raised.size) + 1 + 16 * _SEGMENT) * _U
+            if smallest > 0.0 and dropped / smallest + error <= _RECURRENCE_RTOL:
                 half = tail_mass / 2.0
                 return noise, half, half
     # Direct (not FFT) convolution: a sum of positive terms, accurate to a few ulps relative.
