@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import rounding_mgf
+from ._kernels import connect_the_dots, rounding_mgf
 
 __all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "discretize"]
 
@@ -48,13 +48,22 @@ class DiscretizedDirection:
     upper: NDArray[np.float64]
     upper_infinity: float
     lower_infinity: float
-    _cells: NDArray[np.int64] = field(repr=False)  # lattice cell of each point, from upper_start
-    _frac: NDArray[np.float64] = field(repr=False)
+    _losses: NDArray[np.float64] = field(repr=False)
     _masses: NDArray[np.float64] = field(repr=False)
 
     @property
     def lower_start(self) -> int:
         return self.upper_start
+
+    @cached_property
+    def _cells(self) -> NDArray[np.int64]:
+        """Lattice cell of each point, counted from ``upper_start``."""
+        return np.floor(self._losses / self.spacing).astype(np.int64) - self.upper_start
+
+    @cached_property
+    def _frac(self) -> NDArray[np.float64]:
+        """Offset of each point within its cell, in units of the spacing (the clip guards the division's last ulp)."""
+        return np.clip(self._losses / self.spacing - (self._cells + self.upper_start), 0.0, 1.0)
 
     @cached_property
     def lower(self) -> NDArray[np.float64]:
@@ -91,27 +100,18 @@ def discretize(
 ) -> DiscretizedDirection:
     """Discretise one direction's exact PLD onto the lattice of the given spacing.
 
-    O(N) for N support points, plus O(range/spacing) memory for the output arrays.
+    O(N) for N support points (one pass of :func:`~pldshuffle._kernels.connect_the_dots` for the upper part;
+    the lower part is built on first use), plus O(range/spacing) memory for the output arrays.
     """
-    losses = np.asarray(losses, dtype=np.float64)
-    masses = np.asarray(masses, dtype=np.float64)
-    scaled = losses / spacing
-    index = np.floor(scaled).astype(np.int64)
-    # Offset within the cell in units of dx; clip guards against the last-ulp of the division.
-    frac = np.clip(scaled - index, 0.0, 1.0)
-    up_share = masses * (np.expm1(-frac * spacing) / np.expm1(-spacing))
-    start = int(index.min()) if index.size else 0
-    stop = int(index.max()) + 2 if index.size else 1
-    rel = index - start
-    upper = np.bincount(rel, weights=masses - up_share, minlength=stop - start)
-    upper += np.bincount(rel + 1, weights=up_share, minlength=stop - start)
+    losses = np.ascontiguousarray(losses, dtype=np.float64)
+    masses = np.ascontiguousarray(masses, dtype=np.float64)
+    start, upper = connect_the_dots(losses, masses, spacing)
     return DiscretizedDirection(
         spacing=spacing,
         upper_start=start,
         upper=upper,
         upper_infinity=min(1.0, infinity_mass + truncated_mass),
         lower_infinity=infinity_mass,
-        _cells=rel,
-        _frac=frac,
+        _losses=losses,
         _masses=masses,
     )

@@ -110,9 +110,16 @@ class LossDistribution:
 
     @cached_property
     def _log_suffix_tilted(self) -> NDArray[np.float64]:
-        with np.errstate(divide="ignore"):
-            log_tilted = np.log(self.masses) - self.losses
-        log_suffix = np.logaddexp.accumulate(log_tilted[::-1])[::-1] if self.masses.size else log_tilted
+        if self.masses.size and self.losses[-1] - self.losses[0] < 600.0 and self.masses.min() > 1e-200:
+            # Scaled by the largest e^{-s}: every term is in (1e-200·e^-600, 1], nothing over- or underflows,
+            # and a plain suffix sum of positive terms (error ≤ N·u, within SUM_RTOL's slack) replaces the
+            # ~10x slower log-sum-exp.
+            tilted = self.masses * np.exp(self.losses[0] - self.losses)
+            log_suffix = np.log(np.cumsum(tilted[::-1])[::-1]) - self.losses[0]
+        else:
+            with np.errstate(divide="ignore"):
+                log_tilted = np.log(self.masses) - self.losses
+            log_suffix = np.logaddexp.accumulate(log_tilted[::-1])[::-1] if self.masses.size else log_tilted
         return np.concatenate([log_suffix, [-np.inf]])
 
     @property

@@ -26,6 +26,7 @@ __all__ = [
     "binomial_walk",
     "compiled",
     "configure_numba_cache",
+    "connect_the_dots",
     "fill_tilted_points",
     "hockey_stick_profile",
     "jit",
@@ -99,5 +100,5 @@ def num_threads() -> int:
 
 
 from .binomial import binomial_walk, two_binomial_pmf  # noqa: E402  (the submodules register with jit)
-from .profile import hockey_stick_profile, rounding_mgf  # noqa: E402
+from .profile import connect_the_dots, hockey_stick_profile, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402

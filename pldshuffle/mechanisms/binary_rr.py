@@ -234,7 +234,7 @@ def _pair_from_noise(noise: NDArray[np.float64], below: float, above: float, p: 
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = prev / cur
         # Loss from the ratio r = N(j-1)/N(j) (an ulp-accurate division), not a difference of log-pmfs.
-        loss = np.log((1.0 - p) + p * ratio) - np.log(p + (1.0 - p) * ratio)
+        loss = np.log(((1.0 - p) + p * ratio) / (p + (1.0 - p) * ratio))
     eps0 = np.log1p(-p) - np.log(p)
     loss = np.where(cur == 0.0, -eps0, np.where(prev == 0.0, eps0, loss))
 
