@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_epsilons
 from .composition import composed_log_mgf, composed_support, realize, window
-from .fft import get_backend
+from .fft import fast_size, get_backend
 from .lattice import (
     Composite,
     LatticeDirection,
@@ -173,7 +173,7 @@ class CertifiedPLD:
             "fft_rounding_error": max((r.fp_error for r in reals), default=0.0),
             "wrap_around": max((r.folded_tilted for r in reals), default=0.0),
             "upper_infinity_mass": max(c.infinity for c in ups),
-            "fft_backend": get_backend(self.fft_backend).name,
+            "fft_backend": "+".join(sorted({get_backend(self.fft_backend, r.size).name for r in reals})) or "none",
             "lower_witnesses": max(len(t.lower) for t in self.terms),
         }
 
@@ -250,7 +250,6 @@ class CertifiedPLD:
         key = f"windows-{part}"
         if key in self._cache:
             return self._cache[key]
-        backend = get_backend(self.fft_backend)
         plans = []
         for combo in self._combinations(part):
             shifts, penalties = np.zeros(1), np.zeros(1)
@@ -266,7 +265,7 @@ class CertifiedPLD:
                     if theta == 0.0 and hi > floor and lo > support_lo:  # answer every ε ≥ 0 (and the shifts below)
                         lo = max(min(lo, floor), support_lo)
                     lo_index = int(math.floor(lo / self.spacing)) - 1
-                    windows.append((theta, lo_index, backend.fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
+                    windows.append((theta, lo_index, fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
             plans.append((shifts, penalties, windows))
         self._cache[key] = plans
         return plans
@@ -275,7 +274,7 @@ class CertifiedPLD:
         """Refuse, before realising anything, a composition whose windows together exceed the memory cap."""
         sizes = [size for part in ("upper", "lower") for *_, windows in self._windows(part) for _, _, size in windows]
         if sizes:
-            plans = PLAN_BYTES_PER_POINT * sum(set(sizes)) if get_backend(self.fft_backend).name == "pyfftw" else 0
+            plans = PLAN_BYTES_PER_POINT * sum(n for n in set(sizes) if get_backend(self.fft_backend, n).name == "pyfftw")
             _check_memory(max(sizes), self.max_memory_bytes, self.spacing, BYTES_PER_POINT * sum(sizes) + plans)
 
     def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int) -> Composite:
@@ -288,9 +287,9 @@ class CertifiedPLD:
         shifts, penalties, windows = self._windows("upper" if upper else "lower")[index]
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
             return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties)
-        backend = get_backend(self.fft_backend)
         reals = []
         for theta, lo_index, size in windows:
+            backend = get_backend(self.fft_backend, size)
             sizes = self._cache.setdefault("sizes", set())
             # Every new window size adds a pair of cached FFTW plans with their buffers.
             held = self._cache.get("bytes", 0) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)

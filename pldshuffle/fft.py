@@ -1,9 +1,14 @@
-"""Real FFT backends: pyFFTW when it imports, ``scipy.fft`` otherwise (the only module that knows pyfftw).
+"""Real FFT backends: pyFFTW when it imports, ``scipy.fft`` otherwise; ``numpy.fft`` for small windows
+(the only module that knows pyfftw).
 
-Both compute the unnormalised forward transform and the normalised inverse, so results agree to
-rounding; the accountant books a floating-point error term that holds for either.  pyFFTW is optional
-(``pip install pldshuffle[fftw]``).  Neither library is imported with this module: ``scipy.fft`` on the
-first transform, ``pyfftw`` when a backend is resolved (``get_backend``, ``available_backends``).
+All compute the unnormalised forward transform and the normalised inverse with a Cooley–Tukey-type
+algorithm (FFTW; pocketfft in both SciPy and NumPy), so results agree to rounding; the accountant books a
+floating-point error term that holds for each.  pyFFTW is optional (``pip install pldshuffle[fftw]``).
+
+``"auto"`` transforms windows of fewer than ``AUTO_SMALL`` points with ``numpy.fft``, which comes with
+numpy: importing pyFFTW (which imports ``scipy.fft`` and ``scipy.fftpack``) costs ~0.4 s, more than
+such a composition, and planning costs ~50 ms per size.  Larger windows go to pyFFTW, or ``scipy.fft``
+without it.  No FFT library is imported with this module.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from types import ModuleType
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BACKENDS", "FFTBackend", "available_backends", "get_backend"]
+__all__ = ["AUTO_SMALL", "BACKENDS", "FFTBackend", "available_backends", "check_backend", "fast_size", "get_backend"]
 
-BACKENDS = ("auto", "pyfftw", "scipy")
+BACKENDS = ("auto", "pyfftw", "scipy", "numpy")
+#: ``"auto"`` uses numpy.fft below this many points (see the module notes).
+AUTO_SMALL = 2**15
 #: FFT threads; one thread measured fastest below ~4M points on 2 cores (override: PLDSHUFFLE_FFT_THREADS).
 _THREADS = max(1, int(os.environ.get("PLDSHUFFLE_FFT_THREADS", "1")))
 _PLAN_CACHE_SIZE = 4
@@ -62,7 +69,7 @@ def _fftw_plans(size: int) -> tuple[object, object]:
 class FFTBackend:
     """A named pair of real FFT functions (forward ``rfft``, inverse ``irfft``)."""
 
-    def __init__(self, name: Literal["pyfftw", "scipy"]) -> None:
+    def __init__(self, name: Literal["pyfftw", "scipy", "numpy"]) -> None:
         self.name = name
 
     def rfft(self, x: NDArray[np.float64]) -> NDArray[np.complex128]:
@@ -71,6 +78,8 @@ class FFTBackend:
             forward, _ = _fftw_plans(x.size)
             forward.input_array[:] = x
             return forward().copy()  # the plan reuses its output buffer
+        if self.name == "numpy":
+            return np.fft.rfft(x)
         return _scipy_fft().rfft(x, workers=_THREADS)
 
     def irfft(self, spectrum: NDArray[np.complex128], size: int) -> NDArray[np.float64]:
@@ -79,32 +88,58 @@ class FFTBackend:
             _, inverse = _fftw_plans(size)
             inverse.input_array[:] = spectrum
             return inverse().copy()
+        if self.name == "numpy":
+            return np.fft.irfft(spectrum, n=size)
         return _scipy_fft().irfft(spectrum, n=size, workers=_THREADS)
-
-    @staticmethod
-    def fast_size(size: int) -> int:
-        """Smallest length >= size that both backends transform quickly (a 2-3-5-7-smooth even number)."""
-        n = _scipy_fft().next_fast_len(int(size), real=True)
-        return n + (n % 2)
 
     def __repr__(self) -> str:
         return f"FFTBackend({self.name!r})"
 
 
+def fast_size(size: int) -> int:
+    """Smallest even 2-3-5-7-smooth length ``>= size`` (every backend transforms those quickly); O(log³ size)."""
+    size = max(int(size), 2)
+    best = 2 * size  # a power of two >= size is at most this
+    p7 = 1
+    while p7 < best:
+        p5 = p7
+        while p5 < best:
+            p3 = p5
+            while p3 < best:
+                n = p3 * 2  # even
+                while n < size:
+                    n *= 2
+                best = min(best, n)
+                p3 *= 3
+            p5 *= 5
+        p7 *= 7
+    return best
+
+
 def available_backends() -> tuple[str, ...]:
     """Names of the concrete backends importable here."""
-    return ("pyfftw", "scipy") if _pyfftw() is not None else ("scipy",)
+    return ("pyfftw", "scipy", "numpy") if _pyfftw() is not None else ("scipy", "numpy")
 
 
-def get_backend(name: str = "auto") -> FFTBackend:
-    """Resolve ``"auto"`` (pyfftw if importable) or a concrete backend name."""
-    if name not in BACKENDS:
-        raise ValueError(f"fft_backend must be one of {', '.join(map(repr, BACKENDS))}; got {name!r}")
+def get_backend(name: str = "auto", size: int | None = None) -> FFTBackend:
+    """Resolve a backend name; ``"auto"`` picks numpy.fft for windows of fewer than ``AUTO_SMALL`` points
+    (``size``), else pyFFTW if importable, else scipy.fft."""
+    check_backend(name)
     if name == "auto":
-        name = "pyfftw" if _pyfftw() is not None else "scipy"
+        if size is not None and size < AUTO_SMALL:
+            name = "numpy"
+        else:
+            name = "pyfftw" if _pyfftw() is not None else "scipy"
     if name == "pyfftw" and _pyfftw() is None:
         raise ValueError(
             "fft_backend='pyfftw' requested but pyfftw is not importable (install it with "
-            "'pip install pldshuffle[fftw]'); use 'scipy' or 'auto'"
+            "'pip install pldshuffle[fftw]'); use 'scipy', 'numpy' or 'auto'"
         )
     return FFTBackend(name)  # type: ignore[arg-type]
+
+
+def check_backend(name: object) -> str:
+    """``name`` if it is one of ``BACKENDS`` (nothing is imported), else ``ValueError``."""
+    if not isinstance(name, str) or name not in BACKENDS:
+        raise ValueError(f"fft_backend must be one of {', '.join(map(repr, BACKENDS))}; got {name!r}")
+    return name

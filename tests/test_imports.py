@@ -62,7 +62,9 @@ def test_numba_cache_defaults_to_user_cache_dir(tmp_path):
 
 def test_pyfftw_missing_falls_back_to_scipy(monkeypatch):
     monkeypatch.setattr(fft, "_pyfftw", lambda: None)
-    assert fft.available_backends() == ("scipy",)
+    assert fft.available_backends() == ("scipy", "numpy")
     assert fft.get_backend("auto").name == "scipy"
+    assert fft.get_backend("auto", size=fft.AUTO_SMALL).name == "scipy"
+    assert fft.get_backend("auto", size=fft.AUTO_SMALL - 2).name == "numpy"
     with pytest.raises(ValueError, match=r"pyfftw.*pldshuffle\[fftw\]"):
         fft.get_backend("pyfftw")
