@@ -21,7 +21,7 @@ from ._validation import check_delta, check_epsilons, check_int, check_positive_
 from ._build import build_ledger
 from ._estimate import warn_if_slow
 from .certified import CertifiedPLD
-from .fft import check_backend, get_backend
+from .fft import check_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
@@ -40,8 +40,7 @@ class FourierAccountant:
     tail_mass : float
         Probability mass each mechanism may drop per truncated coordinate (booked, never lost).
     fft_backend : {"auto", "pyfftw", "scipy", "numpy"}
-        ``"auto"``: numpy.fft for windows below 2**15 points (no import cost), else pyFFTW if installed,
-        else scipy.fft (see :mod:`pldshuffle.fft`).
+        "auto": numpy.fft below 2**15 points, else pyFFTW if installed, else scipy.fft (:mod:`pldshuffle.fft`).
     max_memory_bytes : int
         Refuse (:class:`~pldshuffle.certified.MemoryBudgetError`, a ``ValueError``, before allocating) a
         composition whose working set would exceed this even on a coarser automatic lattice.
@@ -81,8 +80,7 @@ class FourierAccountant:
             value_discretization_interval = check_positive_finite("value_discretization_interval", value_discretization_interval)
         self.value_discretization_interval = value_discretization_interval
         self.tail_mass = check_probability("tail_mass", tail_mass)
-        # Validated now; "auto" is resolved per window (importing pyFFTW costs ~0.4 s, more than small ones).
-        self.fft_backend = check_backend(fft_backend) if fft_backend == "auto" else get_backend(fft_backend).name
+        self.fft_backend = check_backend(fft_backend)  # "auto" is resolved per window, importing nothing now
         self.max_memory_bytes = check_int("max_memory_bytes", max_memory_bytes, minimum=1)
         if relative_gap_target is not None:
             relative_gap_target = check_probability("relative_gap_target", relative_gap_target)

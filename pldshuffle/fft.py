@@ -124,22 +124,21 @@ def available_backends() -> tuple[str, ...]:
 def get_backend(name: str = "auto", size: int | None = None) -> FFTBackend:
     """Resolve a backend name; ``"auto"`` picks numpy.fft for windows of fewer than ``AUTO_SMALL`` points
     (``size``), else pyFFTW if importable, else scipy.fft."""
-    check_backend(name)
-    if name == "auto":
+    if check_backend(name) == "auto":
         if size is not None and size < AUTO_SMALL:
             name = "numpy"
         else:
             name = "pyfftw" if _pyfftw() is not None else "scipy"
+    return FFTBackend(name)  # type: ignore[arg-type]
+
+
+def check_backend(name: object) -> str:
+    """``name`` if it is one of ``BACKENDS`` and importable, else ``ValueError``; ``"auto"`` imports nothing."""
+    if not isinstance(name, str) or name not in BACKENDS:
+        raise ValueError(f"fft_backend must be one of {', '.join(map(repr, BACKENDS))}; got {name!r}")
     if name == "pyfftw" and _pyfftw() is None:
         raise ValueError(
             "fft_backend='pyfftw' requested but pyfftw is not importable (install it with "
             "'pip install pldshuffle[fftw]'); use 'scipy', 'numpy' or 'auto'"
         )
-    return FFTBackend(name)  # type: ignore[arg-type]
-
-
-def check_backend(name: object) -> str:
-    """``name`` if it is one of ``BACKENDS`` (nothing is imported), else ``ValueError``."""
-    if not isinstance(name, str) or name not in BACKENDS:
-        raise ValueError(f"fft_backend must be one of {', '.join(map(repr, BACKENDS))}; got {name!r}")
     return name
