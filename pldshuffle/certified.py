@@ -226,7 +226,11 @@ class CertifiedPLD:
 
     def _tilts(self) -> list[float]:
         if "tilts" not in self._cache:
-            self._cache["tilts"] = _choose_tilts(self._combinations("upper")[0], self.spacing)
+            # The upper combination, unless it is one round (a same-data block): its witnesses still compose.
+            combo = self._combinations("upper")[0]
+            if sum(n for _, n in combo) == 1:
+                combo = self._combinations("lower")[0]
+            self._cache["tilts"] = _choose_tilts(combo, self.spacing)
         return self._cache["tilts"]
 
     def _realize_upper(self) -> list[Composite]:

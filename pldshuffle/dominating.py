@@ -170,21 +170,53 @@ def family_term(
         up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
         lows = _lower_witnesses(family.lower, spacing)
         return Term(up, lows, count, (pair,), tuple(family.lower))
-    if same_data and count > 1:
-        lattice = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
-        kept, witnesses, _ = _cover(family, lattice, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
-        up = _envelope_of(kept, lattice)
-        # Witnesses: the same dataset in every round, i.e. the member's own rounds composed count times.
-        lows = _lower_witnesses(witnesses, spacing)
-        return Term((up,), lows, 1, lower_count=count)
     lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
     kept, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
     up = _envelope_of(kept, lattice)
     lows = _lower_witnesses(witnesses, spacing)
+    if same_data and count > 1:
+        block = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
+        block_kept, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
+        # The per-round envelope composed count times dominates the block too (for any data): keep the
+        # better of the two at every x, so the same-data bound is never looser than the default one.
+        per_round = CertifiedPLD(spacing, (Term((up,), lows, count),), **options).dominating_measures()
+        tighter = _convex_minorant_of_min(_envelope_of(block_kept, block), envelope(per_round, spacing), spacing)
+        # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
+        picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
+        return Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count)
     if count > 1:  # the exact pairs only serve a single round
         return Term((up,), lows, count)
     # One round is also answered off the lattice: every member is dominated by a kept pair.
     return Term((up,), lows, count, tuple(kept), members)
+
+
+def _convex_minorant_of_min(a: LatticeDirection, b: LatticeDirection, spacing: float) -> LatticeDirection:
+    """A lattice measure whose profile is the greatest convex minorant (in ``α = e^x``) of ``min(h_a, h_b)``.
+
+    If a convex profile ``D`` (e.g. a family's envelope) lies below both ``h_a`` and ``h_b``, it lies below
+    this one: on each lattice interval ``D`` is below its chord, hence below the interpolation of
+    ``min(h_a, h_b)`` at the lattice points, and ``D`` is convex.  Left of both supports each profile is
+    linear in ``α`` from its total mass at ``α = 0``, which enters as the point ``(0, min totals)``.
+    O(range/Δ) (monotone-chain hull).
+    """
+    lo = min(a.start, b.start)
+    size = max(a.start + a.masses.size, b.start + b.masses.size) + 1 - lo
+    low = np.minimum(_profile_on(a, lo, size, spacing), _profile_on(b, lo, size, spacing))
+    total = min(a.finite_mass + a.infinity, b.finite_mass + b.infinity)
+    alpha = np.concatenate([[0.0], np.exp((lo + np.arange(size + 1)) * spacing)])
+    value = np.concatenate([[total], low])
+    hull = [0]
+    for j in range(1, alpha.size):  # lower hull: keep turning counter-clockwise
+        while len(hull) >= 2:
+            i, k = hull[-2], hull[-1]
+            if (value[k] - value[i]) * (alpha[j] - alpha[i]) >= (value[j] - value[i]) * (alpha[k] - alpha[i]):
+                hull.pop()
+            else:
+                break
+        hull.append(j)
+    target = np.interp(alpha[1:], alpha[hull], value[hull])
+    # The hull is at most ``low``; rounding may put it a hair above, which only loosens (and is safe).
+    return _from_profile(target * (1.0 + 16.0 * _U), total, lo, spacing)
 
 
 def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import reference as ref
@@ -37,8 +37,9 @@ EPSILONS = (0.0, 0.05, 0.3, 1.0, 2.5)
 
 
 def width_allowance(exact: float, eps: float) -> float:
-    """1e-9 relative, plus the absolute rounding slack LossDistribution books near ε (SUM_RTOL)."""
-    return 1e-9 * exact + SUM_RTOL * (1.0 + eps) + 1e-15
+    """1e-9 relative, plus the absolute rounding slack LossDistribution books near ε (SUM_RTOL), once on
+    each end of the bracket (n=6, k=2, γ=0.996, ε=0 has width 2.26e-12 against 2.23e-12 counted once)."""
+    return 1e-9 * exact + 2.0 * SUM_RTOL * (1.0 + eps) + 1e-15
 
 
 def forward(mechanism: ShuffledKRR, **kwargs):
@@ -228,6 +229,7 @@ def test_delta_bracketed_by_reference_enumeration(adversary):
     gamma=st.floats(0.01, 1.0),
     eps=st.floats(0.0, 4.0),
 )
+@example(adversary="strong", n=6, k=2, gamma=0.99609375, eps=0.0)  # the width counts the slack on both ends
 def test_delta_matches_reference_property(adversary, n, k, gamma, eps):
     if adversary == "histogram" and k < 3:
         k = 3
