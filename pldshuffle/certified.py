@@ -145,7 +145,11 @@ class CertifiedPLD:
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """Certified ``(lower, upper)`` on the smallest ε with δ(ε) ≤ ``delta`` (bisection on the same object)."""
         delta = check_delta(delta)
-        return invert(self._lower, delta, upper=False), invert(self._upper, delta, upper=True)
+        lower = invert(self._lower, delta, upper=False)
+        if self._single_exact("upper") is not None:  # bracket the costly exact curve by the lattice one
+            lattice = invert(lambda e: np.max([c.upper(e) for c in self._composites("upper")], axis=0), delta, upper=True)
+            return lower, invert(self._upper, delta, upper=True, bracket=(lower, lattice))
+        return lower, invert(self._upper, delta, upper=True)
 
     @property
     def infinity_mass(self) -> tuple[float, float]:
@@ -333,27 +337,32 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     return tilts
 
 
-def invert(delta_fn, delta: float, *, upper: bool) -> float:
+def invert(delta_fn, delta: float, *, upper: bool, bracket: tuple[float, float] | None = None) -> float:
     """Smallest ε ≥ 0 with ``delta_fn(ε) ≤ delta``, strict in the stated direction.
 
     For an upper δ-curve the returned ε satisfies the inequality (a valid upper bound on ε); for a lower
     curve the returned ε is a point where the curve still exceeds δ (a valid lower bound on ε), or 0.
     Each step evaluates 33 points at once, shrinking the bracket 32-fold, down to a relative width 1e-12.
+    ``bracket=(lo, hi)``, when ``delta_fn(hi) ≤ delta`` is known (e.g. a curve above it passes there), skips
+    the initial search; the answer still only ever moves to points where ``delta_fn ≤ delta``.
     """
 
     def f(e: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(over="ignore"):
             return np.asarray(delta_fn(np.asarray(e, dtype=np.float64)), dtype=np.float64)
 
-    if f(np.array([0.0]))[0] <= delta:
-        return 0.0
-    probes = np.geomspace(1e-6, 1e6, 97)
-    values = f(probes)
-    passing = np.flatnonzero(values <= delta)
-    if passing.size == 0:
-        return math.inf
-    k = int(passing[0])
-    lo, hi = (0.0 if k == 0 else float(probes[k - 1])), float(probes[k])
+    if bracket is not None and math.isfinite(bracket[1]) and 0.0 <= bracket[0] < bracket[1]:
+        lo, hi = bracket
+    else:
+        if f(np.array([0.0]))[0] <= delta:
+            return 0.0
+        probes = np.geomspace(1e-6, 1e6, 97)
+        values = f(probes)
+        passing = np.flatnonzero(values <= delta)
+        if passing.size == 0:
+            return math.inf
+        k = int(passing[0])
+        lo, hi = (0.0 if k == 0 else float(probes[k - 1])), float(probes[k])
     while hi - lo > 1e-12 * hi:
         grid = np.linspace(lo, hi, 33)
         ok = np.flatnonzero(f(grid[1:-1]) <= delta)

@@ -226,3 +226,16 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
 def test_absurd_number_of_users_is_refused_up_front():
     with pytest.raises(ValueError, match="num_users must be an integer >= 2 and <= 9007199254740992"):
         ps.ShuffledKRR(2**63, 4, gamma=0.25, adversary="strong")
+
+
+def test_bracketed_inversion_agrees_and_stays_on_the_safe_side():
+    from pldshuffle.certified import invert
+
+    curve = lambda e: np.exp(-3.0 * np.asarray(e)) * 0.5  # noqa: E731 - a decreasing δ(ε)
+    plain = invert(curve, 1e-6, upper=True)
+    assert curve(np.array([plain]))[0] <= 1e-6
+    bracketed = invert(curve, 1e-6, upper=True, bracket=(3.0, 5.0))
+    assert curve(np.array([bracketed]))[0] <= 1e-6 and abs(bracketed - plain) <= 1e-11 * plain
+    # A lower end that already passes only costs tightness, never the inequality.
+    loose = invert(curve, 1e-6, upper=True, bracket=(4.9, 5.0))
+    assert curve(np.array([loose]))[0] <= 1e-6 and loose >= plain
