@@ -29,7 +29,7 @@ FFT_SECONDS = 1.0e-8
 COVER_SECONDS = 0.3
 #: Beyond this sqrt(n·p(1-p)) the recurrence's error bound fails and the pairs are convolved directly,
 #: O(n·p(1-p)) each: seconds per unit of sqrt(n·p(1-p)) then (371 s at n = 1e8, ε0 = 1, before the recurrence).
-RECURRENCE_SD, CONVOLUTION_SECONDS = 5500.0, 8.4e-2
+RECURRENCE_SD, CONVOLUTION_SECONDS = 6000.0, 8.4e-2
 #: Tilted frames per composition assumed before they are chosen (θ = 0 and one saddle point is usual; at most 3).
 TILTS = 2
 #: Warn when the estimate exceeds this many seconds.

@@ -18,7 +18,8 @@ from pldshuffle._kernels import binomial_walk, two_binomial_pmf
 from pldshuffle.mechanisms import binary_rr
 from pldshuffle.mechanisms._binomial import two_binomial_tails
 
-CASES = [(300, 299, 0.3775), (40, 2000, 0.119), (5000, 0, 0.27), (1234, 4321, 0.0474), (90, 90, 0.5)]
+# (100000, 800, 0.01): A_k cancels over ~100 steps around the split (many ones, small p).
+CASES = [(300, 299, 0.3775), (40, 2000, 0.119), (5000, 0, 0.27), (1234, 4321, 0.0474), (90, 90, 0.5), (100000, 800, 0.01)]
 
 
 def _full_sum(ones: int, zeros: int, p: float) -> np.ndarray:
@@ -49,10 +50,11 @@ def test_chernoff_cuts_hold_and_recurrence_matches_full_convolution(ones, zeros,
     (x_lo, x), (y_lo, y) = windows
     # Short segments exercise many restarts on both sides of the split.
     for segment in (4096, 37):
-        got, smallest = two_binomial_pmf(x, x_lo, y, y_lo, ones, zeros, p, first, last, segment)
+        got, smallest, growth = two_binomial_pmf(x, x_lo, y, y_lo, ones, zeros, p, first, last, segment)
         ref = full[first : last + 1]
-        assert smallest > 0
-        assert np.max(np.abs(got / ref - 1.0)) < 1e-11
+        assert smallest > 0 and growth < 1e-11
+        # The reference convolution is itself accurate to ~1e-13 (Boost's pmfs), hence the small additive term.
+        assert np.max(np.abs(got / ref - 1.0)) <= growth + 2e-13 + (min(x.size, y.size) + 1) * 2.0**-53 * 4
 
 
 @pytest.mark.parametrize("n,eps0,m", [(600, 0.5, 100), (600, 0.5, 150), (600, 0.5, 299), (900, 2.0, 150), (900, 2.0, 449)])

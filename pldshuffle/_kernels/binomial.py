@@ -28,16 +28,20 @@ def _window_dot(k, x, x_lo, y, y_lo, ones):  # pragma: no cover - jitted
 @_jit()
 def _two_binomial(x, x_lo, y, y_lo, ones, zeros, p, q, first, last, split, segment):  # pragma: no cover - jitted
     out = np.empty(last - first + 1)
-    smallest = np.inf
+    smallest, worst, u = np.inf, 0.0, 2.0**-53
     s = first  # forward segments over first..split (A_k >= 0: every term positive)
     while s <= split:
         e = min(s + segment - 1, split)
         for k in range(s, min(s + 1, e) + 1):
             out[k - first] = _window_dot(k, x, x_lo, y, y_lo, ones)
             smallest = min(smallest, out[k - first])
+        grown = 0.0
         for k in range(s + 1, e):
-            a = q * q * (ones - k) + p * p * (zeros - k)
-            out[k + 1 - first] = (a * out[k - first] + q * p * (ones + zeros - k + 1) * out[k - 1 - first]) / (p * q * (k + 1))
+            t1, t2 = q * q * (ones - k), p * p * (zeros - k)
+            b = q * p * (ones + zeros - k + 1)
+            out[k + 1 - first] = ((t1 + t2) * out[k - first] + b * out[k - 1 - first]) / (p * q * (k + 1))
+            grown += _step_error(t1, t2, out[k - first], b * out[k - 1 - first], u)
+        worst = max(worst, grown)
         s = e + 1
     e = last  # backward segments over split+1..last (A_k <= 0)
     while e > split:
@@ -45,11 +49,25 @@ def _two_binomial(x, x_lo, y, y_lo, ones, zeros, p, q, first, last, split, segme
         for k in range(max(e - 1, s), e + 1):
             out[k - first] = _window_dot(k, x, x_lo, y, y_lo, ones)
             smallest = min(smallest, out[k - first])
+        grown = 0.0
         for k in range(e - 1, s, -1):
-            a = q * q * (ones - k) + p * p * (zeros - k)
-            out[k - 1 - first] = (p * q * (k + 1) * out[k + 1 - first] - a * out[k - first]) / (q * p * (ones + zeros - k + 1))
+            t1, t2 = q * q * (ones - k), p * p * (zeros - k)
+            d = p * q * (k + 1)
+            out[k - 1 - first] = (d * out[k + 1 - first] - (t1 + t2) * out[k - first]) / (q * p * (ones + zeros - k + 1))
+            grown += _step_error(t1, t2, out[k - first], d * out[k + 1 - first], u)
+        worst = max(worst, grown)
         e = s - 1
-    return out, smallest
+    return out, smallest, worst
+
+
+@_jit(inline="always")
+def _step_error(t1, t2, f, other, u):  # pragma: no cover - jitted
+    """Relative error one step adds (to the largest of its inputs'): 12u for the roundings of the products,
+    the quotient and ``q = fl(1-p)``, plus the absolute error of ``A = t1 + t2`` (≤ 6u(|t1|+|t2|), large
+    relative to A where it cancels, near the split) over the positive sum ``|A|·f + other``."""
+    if 2.0 * abs(t1 + t2) >= abs(t1) + abs(t2):  # no cancellation in A (most steps): skip the division
+        return 24.0 * u * 1.01
+    return (12.0 + 6.0 * (abs(t1) + abs(t2)) * f / (abs(t1 + t2) * f + other)) * u * 1.01
 
 
 @_jit()
@@ -106,7 +124,7 @@ def binomial_walk(
 
 def two_binomial_pmf(
     x: NDArray[np.float64], x_lo: int, y: NDArray[np.float64], y_lo: int, ones: int, zeros: int, p: float, first: int, last: int, segment: int
-) -> tuple[NDArray[np.float64], float]:
+) -> tuple[NDArray[np.float64], float, float]:
     """pmf of ``N = ones - X + Y``, ``X ~ Bin(ones, p)``, ``Y ~ Bin(zeros, p)``, on ``k = first..last``,
     from windows ``x`` (of X's pmf, from ``x_lo``) and ``y`` (of Y's, from ``y_lo``) in O(last - first)
     plus O(window) per segment, instead of the O(|x|·|y|) convolution.
@@ -115,11 +133,12 @@ def two_binomial_pmf(
     (``q = 1-p``, ``a = ones``, ``b = zeros``); ``(p + qz)(q + pz) G' = (aq(q + pz) + bp(p + qz)) G``
     gives the three-term recurrence ``pq(k+1) f_{k+1} = A_k f_k + pq(a+b-k+1) f_{k-1}`` with
     ``A_k = q²(a-k) + p²(b-k)``.  Below ``k* = (q²a + p²b)/(q²+p²)`` it runs forward, above it backward:
-    every term is then non-negative, so a value's relative error is at most its inputs' largest plus a
-    few roundings (O(u) per step, no cancellation).  Each segment of at most ``segment`` points starts
-    from two windowed dot products.  Returns ``(pmf, smallest start value)``: the caller bounds the
-    relative error by ``missing/smallest + r_x + r_y + (min window + 16·segment)·u`` (``missing`` what the
-    windows drop, ``r_x``, ``r_y`` the windows' relative errors).
+    every term is then non-negative, so a value's relative error is at most its inputs' largest plus what
+    the step adds (no cancellation).  Each segment of at most ``segment`` points starts from two windowed
+    dot products.  Returns ``(pmf, smallest start value, growth)``: ``growth`` bounds the relative error
+    the recurrence adds within any segment (summed step bounds), so the caller bounds the pmf's relative
+    error by ``missing/smallest + r_x + r_y + (min window + 1)·u + growth`` (``missing`` what the windows
+    drop, ``r_x``, ``r_y`` the windows' relative errors).
     """
     _compiled()
     star = (q := 1.0 - p) ** 2 * ones + p * p * zeros

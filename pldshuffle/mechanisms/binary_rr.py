@@ -48,7 +48,7 @@ _RECURRENCE_WINDOW = 64
 _SEGMENT = 4096
 #: ... if its a-priori relative error bound is below this, else from the convolution.  The masses may be off
 #: by MASS_RTOL = 1e-10 relative (the rest of a mass's rounding is a few u) and the losses, log-ratios of
-#: neighbours, by LOSS_ATOL = 1e-9 (twice this, at most).  The bound holds up to n ≈ 1.5e8.
+#: neighbours, by LOSS_ATOL = 1e-9 (twice this, at most).  The bound holds up to n ≈ 2e8 at ε0 = 1.
 _RECURRENCE_RTOL = 8e-11
 _U = float(np.finfo(np.float64).eps) / 2.0
 
@@ -201,9 +201,9 @@ def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[n
         # Reported ones range over ones - hi1 + lo0 .. ones - lo1 + hi0 in the windows.
         first, last = max(cut_lo + 1, ones - hi1 + lo0 + 1), min(cut_hi - 1, ones - lo1 + hi0 - 1)
         if first == cut_lo + 1 and last == cut_hi - 1 and last - first > 2:
-            noise, smallest = two_binomial_pmf(flipped, lo1, raised, lo0, ones, zeros, p, first, last, _SEGMENT)
-            # Start values: the windows' errors, ≤ u per term of the dot products; then ≤ 16u per step.
-            error = errors + (min(flipped.size, raised.size) + 1 + 16 * _SEGMENT) * _U
+            noise, smallest, growth = two_binomial_pmf(flipped, lo1, raised, lo0, ones, zeros, p, first, last, _SEGMENT)
+            # Start values: the windows' errors and ≤ u per term of the dot products; then the recurrence's.
+            error = errors + (min(flipped.size, raised.size) + 1) * _U + growth
             if smallest > 0.0 and dropped / smallest + error <= _RECURRENCE_RTOL:
                 half = tail_mass / 2.0
                 return noise, half, half
