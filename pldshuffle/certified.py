@@ -147,7 +147,7 @@ class CertifiedPLD:
         delta = check_delta(delta)
         lower = invert(self._lower, delta, upper=False)
         if self._single_exact("upper") is not None:  # bracket the costly exact curve by the lattice one
-            lattice = invert(lambda e: np.max([c.upper(e) for c in self._composites("upper")], axis=0), delta, upper=True)
+            lattice = invert(self._lattice_upper, delta, upper=True)
             return lower, invert(self._upper, delta, upper=True, bracket=(lower, lattice))
         return lower, invert(self._upper, delta, upper=True)
 
@@ -182,9 +182,12 @@ class CertifiedPLD:
         }
 
     # ------------------------------------------------------------------ machinery
+    def _lattice_upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([c.upper(eps) for c in self._composites("upper")], axis=0)
+
     def _upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         exact = self._single_exact("upper")
-        values = np.max([c.upper(eps) for c in self._composites("upper")], axis=0)
+        values = self._lattice_upper(eps)
         return values if exact is None else np.minimum(values, exact(eps)[1])
 
     def _lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -116,13 +116,23 @@ def envelope(directions: list[LatticeDirection], spacing: float) -> LatticeDirec
 
     Cost O(len(directions) × range/Δ).
     """
-    lo = min(d.start for d in directions)
-    size = max(d.start + d.masses.size for d in directions) + 1 - lo
-    target = np.zeros(size + 1)
-    for d in directions:  # running maximum: one profile in memory at a time
-        np.maximum(target, _profile_on(d, lo, size, spacing), out=target)
+    lo, size = _common_range(directions)
     total = max(d.finite_mass + d.infinity for d in directions)
-    return _from_profile(target, total, lo, spacing)
+    return _from_profile(_max_profile(directions, lo, size, spacing), total, lo, spacing)
+
+
+def _common_range(directions: list[LatticeDirection]) -> tuple[int, int]:
+    """``(lo, size)``: lattice indices ``lo .. lo+size`` cover every direction's support and one point above."""
+    lo = min(d.start for d in directions)
+    return lo, max(d.start + d.masses.size for d in directions) + 1 - lo
+
+
+def _max_profile(directions: list[LatticeDirection], lo: int, size: int, spacing: float) -> NDArray[np.float64]:
+    """Pointwise maximum of the directions' profiles at ``j = lo .. lo+size`` (one profile in memory at a time)."""
+    target = np.zeros(size + 1)
+    for d in directions:
+        np.maximum(target, _profile_on(d, lo, size, spacing), out=target)
+    return target
 
 
 def _from_profile(target: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:
@@ -180,7 +190,7 @@ def family_term(
         # The per-round envelope composed count times dominates the block too (for any data): keep the
         # better of the two at every x, so the same-data bound is never looser than the default one.
         per_round = CertifiedPLD(spacing, (Term((up,), lows, count),), **options).dominating_measures()
-        tighter = _convex_minorant_of_min(_envelope_of(block_kept, block), envelope(per_round, spacing), spacing)
+        tighter = _convex_minorant_of_min([d for p in block_kept for d in block.directions(p)], per_round, spacing)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
         return Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count)
@@ -190,19 +200,21 @@ def family_term(
     return Term((up,), lows, count, tuple(kept), members)
 
 
-def _convex_minorant_of_min(a: LatticeDirection, b: LatticeDirection, spacing: float) -> LatticeDirection:
-    """A lattice measure whose profile is the greatest convex minorant (in ``α = e^x``) of ``min(h_a, h_b)``.
+def _convex_minorant_of_min(
+    first: list[LatticeDirection], second: list[LatticeDirection], spacing: float
+) -> LatticeDirection:
+    """A lattice measure whose profile is the greatest convex minorant (in ``α = e^x``) of ``min(h_1, h_2)``,
+    ``h_1`` and ``h_2`` the pointwise maxima of the profiles of ``first`` and of ``second``.
 
-    If a convex profile ``D`` (e.g. a family's envelope) lies below both ``h_a`` and ``h_b``, it lies below
+    If a convex profile ``D`` (e.g. a family's envelope) lies below both ``h_1`` and ``h_2``, it lies below
     this one: on each lattice interval ``D`` is below its chord, hence below the interpolation of
-    ``min(h_a, h_b)`` at the lattice points, and ``D`` is convex.  Left of both supports each profile is
-    linear in ``α`` from its total mass at ``α = 0``, which enters as the point ``(0, min totals)``.
-    O(range/Δ) (monotone-chain hull).
+    ``min(h_1, h_2)`` at the lattice points, and ``D`` is convex.  Left of every support each profile is
+    linear in ``α`` from its total mass at ``α = 0``, so ``D`` is below the chord from ``(0, min totals)``,
+    which enters the hull as a point.  O(range/Δ) per direction (monotone-chain hull).
     """
-    lo = min(a.start, b.start)
-    size = max(a.start + a.masses.size, b.start + b.masses.size) + 1 - lo
-    low = np.minimum(_profile_on(a, lo, size, spacing), _profile_on(b, lo, size, spacing))
-    total = min(a.finite_mass + a.infinity, b.finite_mass + b.infinity)
+    lo, size = _common_range(first + second)
+    low = np.minimum(_max_profile(first, lo, size, spacing), _max_profile(second, lo, size, spacing))
+    total = min(max(d.finite_mass + d.infinity for d in first), max(d.finite_mass + d.infinity for d in second))
     alpha = np.concatenate([[0.0], np.exp((lo + np.arange(size + 1)) * spacing)])
     value = np.concatenate([[total], low])
     hull = [0]

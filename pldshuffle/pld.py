@@ -16,10 +16,9 @@ direction is
 
 Floating point.  Masses come from Boost/SciPy pmf evaluations (accurate to ~1e-15 relative near the mode
 and to ~5e-12 in the tails at 1e8 trials, measured against mpmath) or from recurrences with a-priori
-error bounds below 1e-10; a
-relative slack of ``MASS_RTOL`` on every mass and an absolute slack proportional to the summed mass
-(``SUM_RTOL`` times the mass above ε, covering cancellation in suffix sums) are booked into the upper
-and lower bounds so that the bracket stays strict under rounding.
+error bounds below 1e-10; a relative slack of ``MASS_RTOL`` on every mass and an absolute slack
+proportional to the summed mass (``SUM_RTOL`` times the mass above ε, covering cancellation in suffix
+sums) are booked into the upper and lower bounds so that the bracket stays strict under rounding.
 """
 
 from __future__ import annotations

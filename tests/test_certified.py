@@ -141,34 +141,41 @@ def test_tiny_delta_against_high_precision_exact_composition(rounds):
         assert lo[1] <= delta(mpmath.mpf(b.upper)) <= up[1]
 
 
-def test_max_memory_bytes_caps_peak_rss_in_a_fresh_process():
-    """The composition's memory stays within max_memory_bytes: peak RSS of the run exceeds that of the same
-    script on a tiny ledger (interpreter, numpy, scipy, numba and its compiled kernels) by at most the cap."""
+def _capped_run(cap: int, ledger: str, delta: float) -> dict:
+    """Compose ``ledger`` (statements on ``acc``) under ``max_memory_bytes=cap`` in a fresh process and query
+    ε(``delta``): ``{"rss": peak RSS in bytes, "outcome": [lower, upper] or the refusal's message}``."""
     import json
     import subprocess
     import sys
 
-    cap = 2**27
     code = f"""
 import json, resource
 import pldshuffle as ps
-acc = ps.FourierAccountant(max_memory_bytes={cap}).compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 20000)
-acc.compose(ps.ShuffledBinaryRR(2000, 1.0, dataset="khh21"), 5000)
+acc = ps.FourierAccountant(max_memory_bytes={cap})
+{ledger}
 try:
-    b = acc.get_epsilon_bounds(1e-9)
+    b = acc.get_epsilon_bounds({delta})
     outcome = [b.lower, b.upper]
 except ValueError as exc:
     outcome = str(exc)
 print(json.dumps({{"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "outcome": outcome}}))
 """
-    def run(script: str) -> dict:
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # ru_maxrss is in KiB on Linux
 
+
+def test_max_memory_bytes_caps_peak_rss_in_a_fresh_process():
+    """The composition's memory stays within max_memory_bytes: peak RSS of the run exceeds that of the same
+    script on a tiny ledger (interpreter, numpy, scipy, numba and its compiled kernels) by at most the cap."""
+    cap = 2**27
+    ledger = (
+        'acc.compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), {krr})\n'
+        'acc.compose(ps.ShuffledBinaryRR(2000, 1.0, dataset="khh21"), {rr})'
+    )
     # The baseline depends on the machine (and numba compiles with LLVM on a cold cache), so the cap is
     # checked on the increment over the same script with a tiny ledger; the tiny run also warms the cache.
-    baseline = run(code.replace("20000", "3").replace("5000", "2"))["rss"]
-    result = run(code)
+    baseline = _capped_run(cap, ledger.format(krr=3, rr=2), 1e-9)["rss"]
+    result = _capped_run(cap, ledger.format(krr=20000, rr=5000), 1e-9)
     assert result["rss"] - baseline <= cap
     if isinstance(result["outcome"], str):  # refused before allocating, saying what to change
         assert "max_memory_bytes" in result["outcome"]
@@ -182,28 +189,12 @@ _REFUSAL_WORDS = ("lattice points", "GiB", "value_discretization_interval", "rou
 
 def test_peak_rss_within_cap_plus_300_mib_or_refusal_in_a_fresh_process():
     """The issue's criterion, literally: peak RSS <= cap + 300 MiB, or a refusal stating the estimate and advice."""
-    import json
-    import subprocess
-    import sys
-
     cap = 2**30
-    code = f"""
-import json, resource
-import pldshuffle as ps
-acc = ps.FourierAccountant(max_memory_bytes={cap}).compose(ps.ShuffledBinaryRR(10_000, 1.0, dataset="khh21"), 10**6)
-try:
-    b = acc.get_epsilon_bounds(1e-8)
-    outcome = [b.lower, b.upper]
-except ValueError as exc:
-    outcome = str(exc)
-print(json.dumps({{"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "outcome": outcome}}))
-"""
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = _capped_run(cap, 'acc.compose(ps.ShuffledBinaryRR(10_000, 1.0, dataset="khh21"), 10**6)', 1e-8)
     if isinstance(result["outcome"], str):
         assert all(word in result["outcome"] for word in _REFUSAL_WORDS), result["outcome"]
     else:
-        assert result["rss"] <= cap + 300 * 2**20  # ru_maxrss is in KiB on Linux
+        assert result["rss"] <= cap + 300 * 2**20
         assert 0 < result["outcome"][0] <= result["outcome"][1]
 
 
