@@ -22,7 +22,7 @@ from ._build import build_ledger
 from ._estimate import warn_if_slow
 from .certified import CertifiedPLD
 from .fft import check_backend
-from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
+from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism
 from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
@@ -37,8 +37,10 @@ class FourierAccountant:
     value_discretization_interval : float, optional
         Lattice spacing Δ.  Default: chosen once per ledger from the relative-gap target and a Chernoff
         estimate of ε (Δ ≈ target·ε/(4√rounds)), coarsened if the memory cap requires it.
-    tail_mass : float
-        Probability mass each mechanism may drop per truncated coordinate (booked, never lost).
+    tail_mass : float, optional
+        Probability mass each mechanism may drop per truncated coordinate (booked at +∞ by the upper
+        bound, never lost).  Default: ``min(1e-18, 1e-17/rounds)``, so the mass booked by a whole ledger
+        stays near 1e-17 however many rounds it composes (supports grow only as √log(1/tail_mass)).
     fft_backend : {"auto", "pyfftw", "scipy", "numpy"}
         "auto": numpy.fft below 2**15 points, else pyFFTW if installed, else scipy.fft (:mod:`pldshuffle.fft`).
     max_memory_bytes : int
@@ -70,7 +72,7 @@ class FourierAccountant:
         self,
         *,
         value_discretization_interval: float | None = None,
-        tail_mass: float = DEFAULT_TAIL_MASS,
+        tail_mass: float | None = None,
         fft_backend: str = "auto",
         max_memory_bytes: int = 2 * 2**30,
         relative_gap_target: float | None = None,
@@ -79,7 +81,7 @@ class FourierAccountant:
         if value_discretization_interval is not None:
             value_discretization_interval = check_positive_finite("value_discretization_interval", value_discretization_interval)
         self.value_discretization_interval = value_discretization_interval
-        self.tail_mass = check_probability("tail_mass", tail_mass)
+        self.tail_mass = None if tail_mass is None else check_probability("tail_mass", tail_mass)
         self.fft_backend = check_backend(fft_backend)  # "auto" is resolved per window, importing nothing now
         self.max_memory_bytes = check_int("max_memory_bytes", max_memory_bytes, minimum=1)
         if relative_gap_target is not None:
@@ -89,7 +91,7 @@ class FourierAccountant:
             raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
         self.progress = progress
         self._ledger: dict[tuple[ShuffleMechanism, bool], int] = {}
-        self._families: dict[ShuffleMechanism, PairFamily] = {}
+        self._families: dict[tuple[ShuffleMechanism, float], PairFamily] = {}
         self._pld: CertifiedPLD | None = None
 
     # ------------------------------------------------------------------ ledger
@@ -120,10 +122,20 @@ class FourierAccountant:
         """Total number of composed rounds."""
         return sum(self._ledger.values())
 
+    @property
+    def ledger_tail_mass(self) -> float:
+        """The ``tail_mass`` each mechanism of the current ledger is truncated with (see the class notes)."""
+        if self.tail_mass is not None:
+            return self.tail_mass
+        return min(DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET / max(self.rounds, 1))
+
     def _family(self, mechanism: ShuffleMechanism) -> PairFamily:
-        if mechanism not in self._families:
-            self._families[mechanism] = mechanism.pair_family(tail_mass=self.tail_mass)
-        return self._families[mechanism]
+        key = (mechanism, self.ledger_tail_mass)
+        if key not in self._families:
+            # Families truncated for another ledger size are not needed again (they can be large).
+            self._families = {k: v for k, v in self._families.items() if k[1] == key[1]}
+            self._families[key] = mechanism.pair_family(tail_mass=key[1])
+        return self._families[key]
 
     def _report(self, message: str) -> None:
         if self.progress is not None:

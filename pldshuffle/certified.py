@@ -330,7 +330,7 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     factors = [d.factor(n) for d, n in combo if d.finite_mass > 0]
     if not factors or sum(n for _, n in combo) == 1:
         return [0.0]
-    thetas = np.geomspace(1e-2, 64.0, 96)
+    thetas = np.geomspace(1e-2, 3e3, 128)  # as far as the Chernoff λ grid: small losses need large θ
     log_m = composed_log_mgf(factors, spacing, thetas)
     tilts = [0.0]
     for delta in _TILT_DELTAS:

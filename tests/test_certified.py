@@ -230,3 +230,47 @@ def test_bracketed_inversion_agrees_and_stays_on_the_safe_side():
     # A lower end that already passes only costs tightness, never the inequality.
     loose = invert(curve, 1e-6, upper=True, bracket=(4.9, 5.0))
     assert curve(np.array([loose]))[0] <= 1e-6 and loose >= plain
+
+
+def test_booked_truncation_never_decides_epsilon_at_tiny_delta_over_many_rounds():
+    # 1024 rounds each booking 1e-18 of truncated mass at +∞ used to put 1.8e-15 at +∞, above δ = 1e-15:
+    # ε upper was ∞ with a finite lower end.  The default tail now shrinks with the ledger's rounds.
+    acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**4, 1.0), 1024)
+    assert acc.ledger_tail_mass == pytest.approx(1e-17 / 1024)
+    b = acc.get_epsilon_bounds(1e-15)
+    assert math.isfinite(b.upper) and b.lower <= b.upper
+    assert (b.upper - b.lower) / b.upper <= 2e-3
+    assert acc.certified_pld().infinity_mass[1] <= 2e-17
+    # An explicit tail_mass is respected whatever the ledger.
+    assert ps.FourierAccountant(tail_mass=1e-12).compose(ps.ShuffledLDP(10**4, 1.0), 1024).ledger_tail_mass == 1e-12
+
+
+def test_family_is_truncated_again_when_the_ledger_grows():
+    acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**4, 1.0), 4)
+    first = acc.ledger_tail_mass
+    acc.get_epsilon_bounds(1e-6)
+    acc.compose(ps.ShuffledLDP(10**4, 1.0), 60)
+    assert acc.ledger_tail_mass == pytest.approx(first / 16)
+    acc.get_epsilon_bounds(1e-6)
+    assert [key[1] for key in acc._families] == [acc.ledger_tail_mass]
+
+
+def test_small_losses_get_tilts_steep_enough_for_tiny_delta():
+    # ε(1e-15) ≈ 0.094: the Chernoff saddle point is θ ≈ 450, far above the former cap of 64, which left
+    # a 21 % gap at δ = 1e-15.
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**5, 1.0, dataset="khh21"), 16)
+    with pytest.warns(ps.NotAGuaranteeWarning):
+        acc.get_epsilon(1e-15)
+    b = acc.get_epsilon_bounds(1e-15)
+    assert max(acc.certified_pld().diagnostics()["tilts"]) > 64.0
+    assert 0.0 < (b.upper - b.lower) / b.upper <= 1e-3
+
+
+@pytest.mark.parametrize("rounds", [16, 64])
+def test_relative_gap_holds_at_large_delta_where_epsilon_is_small(rounds):
+    # δ = 1e-2 gives the smallest ε of the targets' range; the lattice was sized from a Chernoff estimate
+    # 5× too large there (gap 2.2e-3 at 16 rounds).
+    acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**4, 1.0), rounds)
+    for delta in (1e-2, 1e-6, 1e-15):
+        b = acc.get_epsilon_bounds(delta)
+        assert 0.0 < (b.upper - b.lower) / b.upper <= 1e-3, (delta, b)

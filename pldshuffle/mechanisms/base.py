@@ -18,10 +18,13 @@ from functools import cached_property
 
 from ..pld import PrivacyLossPair
 
-__all__ = ["DEFAULT_TAIL_MASS", "Cell", "PairFamily", "ShuffleMechanism"]
+__all__ = ["DEFAULT_TAIL_MASS", "LEDGER_TAIL_BUDGET", "Cell", "PairFamily", "ShuffleMechanism"]
 
 #: Default probability mass a mechanism may drop per truncated coordinate (booked at +inf for upper bounds).
 DEFAULT_TAIL_MASS = 1e-18
+#: Truncated mass a whole ledger may book at +inf by default (the accountant divides it among the rounds):
+#: 1 % of δ = 1e-15, so the booked mass never decides ε at the smallest δ users state.
+LEDGER_TAIL_BUDGET = 1e-17
 
 
 class Cell:
