@@ -81,7 +81,7 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
 
     def gaussian_delta(eps: NDArray[np.float64]) -> NDArray[np.float64]:
         x = (mean - eps) / sd
-        return np.exp(log_ndtr(x)) - np.exp(eps - mean + 0.5 * var + log_ndtr(x - sd))
+        return np.asarray(np.exp(log_ndtr(x)) - np.exp(eps - mean + 0.5 * var + log_ndtr(x - sd)), dtype=np.float64)
 
     grid = np.linspace(0.0, ceiling, 65)
     for _ in range(3):  # 64³ subintervals: far finer than the estimate needs
