@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_delta, check_epsilons
-from .composition import composed_log_mgf, composed_support, realize, window
+from .composition import CHERNOFF_LAMBDAS, composed_log_mgf, composed_support, realize, window
 from .fft import fast_size, get_backend
 from .lattice import (
     Composite,
@@ -330,7 +330,7 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     factors = [d.factor(n) for d, n in combo if d.finite_mass > 0]
     if not factors or sum(n for _, n in combo) == 1:
         return [0.0]
-    thetas = np.geomspace(1e-2, 3e3, 128)  # as far as the Chernoff λ grid: small losses need large θ
+    thetas = np.geomspace(1e-2, CHERNOFF_LAMBDAS[-1], 128)  # small losses need large θ (≈ 450 at ε ≈ 0.09)
     log_m = composed_log_mgf(factors, spacing, thetas)
     tilts = [0.0]
     for delta in _TILT_DELTAS:

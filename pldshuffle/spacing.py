@@ -19,8 +19,10 @@ __all__ = ["choose_spacing", "composed_range", "relative_target"]
 
 #: Automatic spacing keeps the composition window below this many lattice points.
 MAX_POINTS = 2**21
-#: Smallest ε a short ledger's automatic spacing resolves to the relative target (below it the gap is absolute).
+#: Smallest ε the automatic spacing resolves to the relative target (below it the gap is absolute): short
+#: ledgers, held to the target down to δ = 1e-2, and the others.
 MIN_SCALE = 0.02
+MIN_SCALE_LONG = 0.05
 #: Ledgers of at most this many rounds are held to the relative target at every δ ≤ 1e-2.
 SHORT_LEDGER = 64
 
@@ -83,6 +85,7 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
         x = (mean - eps) / sd
         return np.asarray(np.exp(log_ndtr(x)) - np.exp(eps - mean + 0.5 * var + log_ndtr(x - sd)), dtype=np.float64)
 
+    # A grid bisection, not scipy.optimize: importing it would add ~0.3 s (measured) to every first query.
     grid = np.linspace(0.0, ceiling, 65)
     for _ in range(3):  # 64³ subintervals: far finer than the estimate needs
         above = np.flatnonzero(gaussian_delta(grid) > delta)
@@ -105,13 +108,13 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
     From 2 to ``SHORT_LEDGER`` rounds the 1e-3 target holds at every δ ≤ 1e-2, so ε is estimated at δ = 1e-2
     (the smallest ε, where a given absolute error weighs most; Chernoff and Gaussian) and resolved down to
     ``MIN_SCALE``.  Longer ledgers meet their 2e-3 target with the Chernoff estimate at δ = 1e-3 (floor
-    0.05); the finer lattice would triple the time and memory of 365 rounds of ``ShuffledBinaryRR(1e6, 2)``.
+    ``MIN_SCALE_LONG``); the finer lattice would triple the time and memory of 365 rounds of ``ShuffledBinaryRR(1e6, 2)``.
     A single round keeps that estimate too: it is answered on the exact pairs, and the finer lattice
     measured looser there (2RR n = 1e7, δ = 1e-8: gap 6.3e-4 instead of 4.1e-4).
     """
     rounds = sum(n for _, n in pairs)
     short = 1 < rounds <= SHORT_LEDGER  # one round is answered off the lattice (exact pairs)
     epsilon, width = composed_range(pairs, delta=1e-2 if short else 1e-3, gaussian=short)
-    scale = max(epsilon, MIN_SCALE if short else 0.05)
+    scale = max(epsilon, MIN_SCALE if short else MIN_SCALE_LONG)
     spacing = 1e-2 * scale if rounds == 1 else target * scale / (4.0 * math.sqrt(rounds))
     return float(np.clip(max(spacing, width / MAX_POINTS), 1e-7, 1e-2))
