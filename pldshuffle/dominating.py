@@ -34,7 +34,7 @@ from ._kernels import hockey_stick_profile
 from .certified import CertifiedPLD
 from .lattice import LatticeDirection, Term, lower_direction, upper_direction
 from .mechanisms.base import Cell, PairFamily
-from .pld import PrivacyLossPair
+from .pld import MASS_RTOL, PrivacyLossPair
 
 __all__ = ["envelope", "family_term"]
 
@@ -53,6 +53,8 @@ _PROBES = 4097
 _WITNESSES = 6
 #: The witnesses stop when their envelope is this close (relative) to the realisable one.
 _WITNESS_TOLERANCE = 1e-3
+#: An envelope's bound between lattice points where it is known: chords, refined until this close (relative).
+_CHORD_TOLERANCE = 1e-6
 
 Profile = tuple[int, NDArray[np.float64], float]  # (start index, masses, infinity) of one lattice direction
 
@@ -81,7 +83,7 @@ def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float)
 
 
 class _Lattice:
-    """Profiles of pairs on one common index range, for a fixed spacing.
+    """Profiles of pairs' lattice measures on one common index range, for a fixed spacing.
 
     Directions are cached per pair *object* (the cache holds the pair, so an ``id`` is never reused for
     another pair) until :meth:`forget` releases them.
@@ -102,13 +104,98 @@ class _Lattice:
             del self._dirs[id(pair)]
 
     def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
-        dirs = [d for p in pairs for d in self.directions(p)]
-        lo = min(d.start for d in dirs)
-        return lo, max(d.start + d.masses.size for d in dirs) + 1 - lo
+        return _common_range([d for p in pairs for d in self.directions(p)])
 
     def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
         """Max over both orders of the pair's lattice profile at the given lattice indices."""
         return np.max([_profile_at(d, indices, self.spacing) for d in self.directions(pair)], axis=0)
+
+    def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
+        return envelope([d for p in pairs for d in self.directions(p)], self.spacing)
+
+
+class _Exact:
+    """Strict upper bounds on the exact pairs' profiles at lattice points, read off their sorted supports.
+
+    A pair's connect-the-dots lattice measure has, at the lattice points, the pair's own profile, and is
+    linear in ``α = e^x`` between them, so an envelope only needs upper bounds on the exact profiles at
+    lattice points (:meth:`~pldshuffle.pld.LossDistribution.hockey_stick_bounds`): no lattice measure is
+    built per member.  O(support) once per direction, O(log support) per point (a lattice measure costs
+    O(range/Δ) per member, which dominated fine lattices of large families).
+    """
+
+    def __init__(self, spacing: float) -> None:
+        self.spacing = spacing
+
+    def forget(self, pair: PrivacyLossPair) -> None:
+        """Nothing is cached per pair beyond the pair's own suffix sums."""
+
+    def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
+        """The range of the pairs' connect-the-dots measures, as :func:`_common_range` gives it."""
+        dirs = [d for p in pairs for d in p.directions if d.support_size]
+        if not dirs:
+            return 0, 1
+        lo = min(math.floor(d.losses[0] / self.spacing) for d in dirs)
+        return lo, max(math.floor(d.losses[-1] / self.spacing) for d in dirs) + 3 - lo
+
+    def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Max over both orders of a strict upper bound on the pair's profile at the lattice indices."""
+        z = np.asarray(indices, dtype=np.float64) * self.spacing
+        return np.max([d.hockey_stick_bounds(z)[1] for d in pair.directions], axis=0)
+
+    def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
+        """Lattice measure dominating every pair, from upper bounds on their pointwise maximum ``D``.
+
+        ``D`` (convex in α) is bounded at a set of lattice points and by its chords in between; the set
+        starts at ``_PROBES`` points and each interval is halved while the chord at its midpoint exceeds
+        the bound there by more than ``_CHORD_TOLERANCE`` (relative; profiles below ``_FLOOR`` are not
+        refined).  A convex ``D`` lies below each chord, and a concave chord excess is at most twice its
+        midpoint value, so the bracket is sound and its excess at most 2·``_CHORD_TOLERANCE``.  Cost
+        O(pairs × points × log support) for the points needed (a few per decade of ``D``'s curvature),
+        plus O(range/Δ) for the measure.
+        """
+        spacing = self.spacing
+        lo, size = self.range_of(pairs)
+
+        def top(offsets: NDArray[np.int64]) -> NDArray[np.float64]:
+            out = np.zeros(offsets.size)
+            for p in pairs:
+                np.maximum(out, self.profile(p, lo + offsets), out=out)
+            return out
+
+        points = np.unique(np.linspace(0, size, min(size + 1, _PROBES)).astype(np.int64))
+        values = top(points)
+        refine = np.diff(points) >= 2  # whether the interval right of each point may be halved
+        while np.any(refine):
+            k = np.flatnonzero(refine)
+            a, b = points[k], points[k + 1]
+            mid = (a + b) // 2
+            at_mid = top(mid)
+            excess = _chord(values[k], values[k + 1], mid - a, b - a, spacing) - at_mid
+            loose = (excess > _CHORD_TOLERANCE * at_mid) & (at_mid > _FLOOR)
+            flags = np.append(refine, False)
+            flags[k] = loose & (mid - a >= 2)
+            order = np.argsort(np.concatenate([points, mid]), kind="stable")
+            points = np.concatenate([points, mid])[order]
+            values = np.concatenate([values, at_mid])[order]
+            refine = np.concatenate([flags, loose & (b - mid >= 2)])[order][:-1]
+        offsets = np.arange(size + 1)
+        k = np.minimum(np.searchsorted(points, offsets, side="right") - 1, points.size - 2)
+        a, b = points[k], points[k + 1]
+        chord = _chord(values[k], values[k + 1], offsets - a, b - a, spacing)
+        # The chord's few roundings are covered relative to the larger end (the excess test keeps ends close).
+        target = chord * (1.0 + 8.0 * _U) + 8.0 * _U * np.maximum(values[k], values[k + 1])
+        total = max(
+            (d.finite_mass + d.infinity_mass + d.truncated_mass) * (1.0 + MASS_RTOL) for p in pairs for d in p.directions
+        )
+        return _from_profile(target, total, lo, spacing)
+
+
+def _chord(left: NDArray[np.float64], right: NDArray[np.float64], step: NDArray[np.int64], width: NDArray[np.int64],
+           spacing: float) -> NDArray[np.float64]:
+    """The chord, linear in ``α = e^x``, from ``left`` at ``z_a`` to ``right`` at ``z_{a+width}``, at ``z_{a+step}``."""
+    weight = np.expm1(step * spacing) / np.expm1(np.maximum(width, 1) * spacing)
+    return left + weight * (right - left)
 
 
 def envelope(directions: list[LatticeDirection], spacing: float) -> LatticeDirection:
@@ -180,9 +267,9 @@ def family_term(
         up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
         lows = _lower_witnesses(family.lower, spacing)
         return Term(up, lows, count, (pair,), tuple(family.lower))
-    lattice = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions])
+    lattice = _Exact(spacing)
     kept, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
-    up = _envelope_of(kept, lattice)
+    up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
     if same_data and count > 1:
         block = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
@@ -236,13 +323,9 @@ def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tupl
     return tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in pairs[:_WITNESSES])
 
 
-def _envelope_of(pairs: list[PrivacyLossPair], lattice: _Lattice) -> LatticeDirection:
-    return envelope([d for p in pairs for d in lattice.directions(p)], lattice.spacing)
-
-
 def _cover(
     family: PairFamily,
-    lattice: _Lattice,
+    lattice: _Lattice | _Exact,
     *,
     max_cells: int = _MAX_CELLS,
     tolerance: float = _CELL_TOLERANCE,

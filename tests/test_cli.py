@@ -324,40 +324,50 @@ def test_infinite_epsilon_statement_explains(capsys):
     assert "certified epsilon bracket: [inf, inf]" in out and "note: no finite epsilon is certified" in out
 
 
-def test_ldp_randomizer_flags():
-    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "4", "--num-users", "10000",
-               "--local-epsilon", "4", "--delta", "1e-6", "--json", "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    record = json.loads(proc.stdout)
+def _main_out(argv: list[str], capsys) -> tuple[int, str, str]:
+    """Run the CLI in this process (the subprocess tests above cover a real process's streams)."""
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_ldp_randomizer_flags(capsys):
+    code, out, err = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "4",
+                                "--num-users", "10000", "--local-epsilon", "4", "--delta", "1e-6", "--json", "--quiet"], capsys)
+    assert code == 0, err
+    record = json.loads(out)
     assert record["is_guarantee"] and 0.410809 - 1e-6 <= record["upper"] <= 0.410816 + 1e-6
     (entry,) = record["mechanisms"]
     assert entry["parameters"]["reduction"] == "randomizer"
     assert entry["parameters"]["randomizer"] == {"randomizer": "krr", "domain_size": 4, "local_epsilon": 4.0}
-    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "oue", "--domain-size", "1024", "--num-users", "1000",
-               "--local-epsilon", "1", "--delta", "1e-6", "--quiet")
-    assert proc.returncode == 0 and "optimized unary encoding, d=1024" in proc.stdout
+    code, out, _ = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "oue", "--domain-size", "1024",
+                              "--num-users", "1000", "--local-epsilon", "1", "--delta", "1e-6", "--quiet"], capsys)
+    assert code == 0 and "optimized unary encoding, d=1024" in out
 
 
-def test_ldp_randomizer_spec_round_trip_and_errors(tmp_path):
+def test_ldp_randomizer_spec_round_trip_and_errors(tmp_path, capsys):
     matrix = tmp_path / "m.json"
     matrix.write_text("[[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]]")
-    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "finite", "--matrix", str(matrix), "--num-users", "500",
-               "--delta", "1e-6", "--json", "--quiet")
-    assert proc.returncode == 0, proc.stderr
+    code, first, err = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "finite", "--matrix", str(matrix),
+                                  "--num-users", "500", "--delta", "1e-6", "--json", "--quiet"], capsys)
+    assert code == 0, err
     spec = tmp_path / "spec.json"
-    spec.write_text(proc.stdout)
-    again = run("epsilon", "--spec", str(spec), "--delta", "1e-6", "--json", "--quiet")
-    assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["upper"] == json.loads(proc.stdout)["upper"]
-    bad = run("epsilon", "--mechanism", "ldp", "--randomizer", "subset", "--domain-size", "10", "--num-users", "1000",
-              "--local-epsilon", "1", "--delta", "1e-6")
-    assert bad.returncode == 2 and "subset_size" in bad.stderr and "Traceback" not in bad.stderr
-    bad = run("epsilon", "--mechanism", "ldp", "--randomizer", "nope", "--num-users", "1000", "--delta", "1e-6")
-    assert bad.returncode == 2 and "randomizer must be one of" in bad.stderr
+    spec.write_text(first)
+    code, again, err = _main_out(["epsilon", "--spec", str(spec), "--delta", "1e-6", "--json", "--quiet"], capsys)
+    assert code == 0, err
+    assert json.loads(again)["upper"] == json.loads(first)["upper"]
+    code, _, err = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "subset", "--domain-size", "10",
+                              "--num-users", "1000", "--local-epsilon", "1", "--delta", "1e-6"], capsys)
+    assert code == 2 and "subset_size" in err and "Traceback" not in err
+    code, _, err = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "nope", "--num-users", "1000",
+                              "--delta", "1e-6"], capsys)
+    assert code == 2 and "randomizer must be one of" in err
 
 
-def test_ldp_wang24_is_loudly_not_a_guarantee():
-    proc = run("epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "3", "--num-users", "1000",
-               "--local-epsilon", "6", "--reduction", "wang24", "--delta", "1e-6", "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    assert "NOT A PRIVACY GUARANTEE" in proc.stdout and "REPRODUCTION ONLY" in proc.stdout
+def test_ldp_wang24_is_loudly_not_a_guarantee(capsys):
+    with pytest.warns(UserWarning, match="wang24"):
+        code, out, err = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "3",
+                                    "--num-users", "1000", "--local-epsilon", "6", "--reduction", "wang24",
+                                    "--delta", "1e-6", "--quiet"], capsys)
+    assert code == 0, err
+    assert "NOT A PRIVACY GUARANTEE" in out and "REPRODUCTION ONLY" in out

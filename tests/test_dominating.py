@@ -1,0 +1,81 @@
+"""The envelope of a family built from the exact pairs (chords between bounded lattice points).
+
+Checked against the pairs' exact profiles (``reference.hockey_stick``, no lattice) at real ε between
+lattice points, and against the envelope of the pairs' full lattice measures.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pldshuffle.dominating import _Exact, _Lattice
+from pldshuffle.lattice import upper_direction
+from pldshuffle.pld import PrivacyLossPair
+
+import reference as ref
+
+
+def _measure_profile(direction, spacing: float, eps: np.ndarray) -> np.ndarray:
+    """Profile of a lattice measure at real ε: ``ω(∞) + Σ_{z > ε} ω(z)(1 - e^{ε - z})``."""
+    z = (direction.start + np.arange(direction.masses.size)) * spacing
+    terms = direction.masses[None, :] * -np.expm1(np.minimum(eps[:, None] - z[None, :], 0.0))
+    return terms.sum(axis=1) + direction.infinity
+
+
+def _family(kind: str) -> tuple[list[PrivacyLossPair], list[dict]]:
+    if kind == "binary_rr":  # every dataset of shuffled 2RR, n = 40, ε0 = 1.3
+        n, p = 40, 1.0 / (math.exp(1.3) + 1.0)
+        dicts = [ref.pair_binary_rr(n, p, m) for m in range(n)]
+    else:  # random pairs with zeros (mass at +inf both ways) and a deficit (truncated mass)
+        rng = np.random.default_rng(11)
+        dicts = []
+        for _ in range(12):
+            p, q = rng.dirichlet(np.full(9, 0.4)), rng.dirichlet(np.full(9, 0.4))
+            p[rng.integers(9)] = 0.0
+            q[rng.integers(9)] = 0.0
+            dicts.append({i: (float(a) * 0.999, float(b)) for i, (a, b) in enumerate(zip(p, q))})
+    pairs = []
+    for d in dicts:
+        keys = sorted(d)
+        pairs.append(PrivacyLossPair.from_probability_mass_functions(
+            [float(d[k][0]) for k in keys], [float(d[k][1]) for k in keys]))
+    return pairs, dicts
+
+
+@pytest.mark.parametrize("kind", ["binary_rr", "random"])
+@pytest.mark.parametrize("spacing", [1e-3, 3.7e-2])
+def test_envelope_dominates_every_member_between_lattice_points(kind, spacing):
+    pairs, dicts = _family(kind)
+    env = _Exact(spacing).envelope(pairs)
+    lo_eps = (env.start - 3) * spacing
+    eps = np.concatenate([
+        np.linspace(lo_eps, (env.start + env.masses.size + 3) * spacing, 151),
+        (env.start + np.unique(np.linspace(0, env.masses.size, 151).astype(int)) + 0.5) * spacing,  # mid-points
+        [lo_eps - 5.0],  # far left: the envelope must hold the largest total mass
+    ])
+    got = _measure_profile(env, spacing, eps)
+    for pair in dicts:
+        P, Q = ref.split_pair(pair)
+        for a, b in ((P, Q), (Q, P)):
+            exact = np.array([ref.hockey_stick(a, b, float(e)) for e in eps])  # outcomes with b = 0 included
+            deficit = 1.0 - math.fsum(float(v) for v in a.values())  # booked at +inf by the upper bound
+            assert np.all(got >= exact + max(deficit, 0.0) - 1e-15 * (1.0 + exact))
+
+
+@pytest.mark.parametrize("kind", ["binary_rr", "random"])
+def test_envelope_is_the_lattice_measures_envelope_up_to_its_tolerance(kind):
+    """At lattice points the chords may exceed the pointwise maximum by at most 2·tolerance (relative)."""
+    spacing = 2e-3
+    pairs, _ = _family(kind)
+    chords = _Exact(spacing).envelope(pairs)
+    full = _Lattice(spacing, lambda p: [upper_direction(d.discretize(spacing)) for d in p.directions]).envelope(pairs)
+    size = max(chords.masses.size, full.masses.size) + 2
+    grid = (min(chords.start, full.start) + np.unique(np.linspace(0, size, 2001).astype(int))) * spacing
+    a, b = _measure_profile(chords, spacing, grid), _measure_profile(full, spacing, grid)
+    material = b > 1e-25
+    assert np.all(a[material] >= b[material] * (1.0 - 1e-9))
+    # Chords exceed it by at most 2·1e-6 (relative); the exact pairs' bounds add ~1e-18 (absolute) of slack.
+    assert np.all(a - b <= 1e-5 * b + 1e-18)
