@@ -119,9 +119,9 @@ class _Exact:
 
     A pair's connect-the-dots lattice measure has, at the lattice points, the pair's own profile, and is
     linear in ``α = e^x`` between them, so an envelope only needs upper bounds on the exact profiles at
-    lattice points (:meth:`~pldshuffle.pld.LossDistribution.hockey_stick_bounds`): no lattice measure is
-    built per member.  O(support) once per direction, O(log support) per point (a lattice measure costs
-    O(range/Δ) per member, which dominated fine lattices of large families).
+    (ascending) lattice points (:meth:`~pldshuffle.pld.LossDistribution.hockey_stick_upper_sorted`): no
+    lattice measure is built per member.  O(support + points) per direction and call (a lattice measure
+    costs O(range/Δ) per member, which dominated fine lattices of large families).
     """
 
     def __init__(self, spacing: float) -> None:
@@ -141,7 +141,7 @@ class _Exact:
     def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
         """Max over both orders of a strict upper bound on the pair's profile at the lattice indices."""
         z = np.asarray(indices, dtype=np.float64) * self.spacing
-        return np.max([d.hockey_stick_bounds(z)[1] for d in pair.directions], axis=0)
+        return np.max([d.hockey_stick_upper_sorted(z) for d in pair.directions], axis=0)
 
     def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
         """Lattice measure dominating every pair, from upper bounds on their pointwise maximum ``D``.
@@ -151,8 +151,8 @@ class _Exact:
         the bound there by more than ``_CHORD_TOLERANCE`` (relative; profiles below ``_FLOOR`` are not
         refined).  A convex ``D`` lies below each chord, and a concave chord excess is at most twice its
         midpoint value, so the bracket is sound and its excess at most 2·``_CHORD_TOLERANCE``.  Cost
-        O(pairs × points × log support) for the points needed (a few per decade of ``D``'s curvature),
-        plus O(range/Δ) for the measure.
+        O(pairs × (support + points)) per refinement step (about log2(range/``_PROBES``) steps, each on the
+        intervals still loose), plus O(range/Δ) for the measure.
         """
         spacing = self.spacing
         lo, size = self.range_of(pairs)

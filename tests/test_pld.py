@@ -46,3 +46,22 @@ def test_binary_rr_masses_sum_to_one():
             total = d.finite_mass + d.infinity_mass + d.truncated_mass
             assert total == pytest.approx(1.0, abs=1e-12)
             assert float(np.sum(d.masses * np.exp(-d.losses))) <= 1.0 + 1e-12
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sorted_upper_bounds_bracket_exact_profile(seed):
+    """``hockey_stick_upper_sorted`` is ≥ the exact ``H`` (fsum over outcomes) and within its documented slack,
+    at points on the losses themselves, between them and far outside the support."""
+    rng = np.random.default_rng(seed)
+    p, q = rng.dirichlet(np.full(40, 0.3)), rng.dirichlet(np.full(40, 0.3))
+    p[3] = 0.0  # the deficits (1 - Σ) are booked as truncated mass, at +inf in upper bounds
+    q[7] = 0.0
+    pair = ps.PrivacyLossPair.from_probability_mass_functions(p, q)
+    for direction, (a, b) in zip(pair.directions, ((p, q), (q, p))):
+        eps = np.sort(np.concatenate([direction.losses, rng.uniform(-40, 40, 300), [-700.0, 700.0]]))
+        exact = np.array([math.fsum(max(x - math.exp(e) * y, 0.0) for x, y in zip(a, b)) for e in eps])
+        upper = direction.hockey_stick_upper_sorted(eps)
+        assert np.all(upper >= exact)
+        # Slack: MASS_RTOL and rounding (relative), and losses within 2·LOSS_ATOL below ε counted above it.
+        shifted = np.array([math.fsum(max(x - math.exp(e - 3e-9 * (1 + abs(e))) * y, 0.0) for x, y in zip(a, b)) for e in eps])
+        assert np.all(upper <= (shifted + 1.0 - math.fsum(a)) * (1 + 1e-9) + 1e-15)

@@ -31,8 +31,10 @@ __all__ = [
     "hockey_stick_profile",
     "jit",
     "num_threads",
+    "profile_at_points",
     "rounding_mgf",
     "stream_tilted_points",
+    "two_binomial_cuts",
     "two_binomial_pmf",
 ]
 
@@ -99,6 +101,6 @@ def num_threads() -> int:
     return int(numba.get_num_threads())
 
 
-from .binomial import binomial_walk, two_binomial_pmf  # noqa: E402  (the submodules register with jit)
-from .profile import connect_the_dots, hockey_stick_profile, rounding_mgf  # noqa: E402
+from .binomial import binomial_walk, two_binomial_cuts, two_binomial_pmf  # noqa: E402  (the submodules register with jit)
+from .profile import connect_the_dots, hockey_stick_profile, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402

@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from . import compiled as _compiled
 from . import jit as _jit
 
-__all__ = ["EXACT_PMF_ULPS", "binomial_walk", "two_binomial_pmf"]
+__all__ = ["EXACT_PMF_ULPS", "binomial_walk", "two_binomial_cuts", "two_binomial_pmf"]
 
 _U = float(np.finfo(np.float64).eps) / 2.0
 
@@ -144,3 +144,59 @@ def two_binomial_pmf(
     star = (q := 1.0 - p) ** 2 * ones + p * p * zeros
     split = min(max(int(math.floor(star / (q * q + p * p))), first - 1), last)
     return _two_binomial(np.ascontiguousarray(x), int(x_lo), np.ascontiguousarray(y), int(y_lo), int(ones), int(zeros), float(p), q, int(first), int(last), split, int(segment))
+
+
+@_jit(inline="always")
+def _psi(t, ones, zeros, log_p, log_q):  # pragma: no cover - jitted
+    """``ψ(t) = a log(p + qe^t) + b log(q + pe^t)`` by stable log-add-exps."""
+    a, b = log_p, log_q + t
+    first = max(a, b) + math.log1p(math.exp(-abs(a - b)))
+    a, b = log_q, log_p + t
+    return ones * first + zeros * (max(a, b) + math.log1p(math.exp(-abs(a - b))))
+
+
+@_jit(inline="always")
+def _slope(t, ones, zeros, log_p, log_q):  # pragma: no cover - jitted
+    """``ψ'(t)``, the mean of the tilted sum, by stable logistic functions."""
+    u, v = t + log_q - log_p, t + log_p - log_q
+    first = 1.0 / (1.0 + math.exp(-u)) if u >= 0 else math.exp(u) / (1.0 + math.exp(u))
+    second = 1.0 / (1.0 + math.exp(-v)) if v >= 0 else math.exp(v) / (1.0 + math.exp(v))
+    return ones * first + zeros * second
+
+
+@_jit()
+def _two_binomial_cuts(ones, zeros, log_p, log_q, target):  # pragma: no cover - jitted
+    cuts = np.empty(2, dtype=np.int64)
+    for side in range(2):
+        sign = -1.0 if side == 0 else 1.0
+        far = sign  # the exponent g(t) = ψ(t) - tψ'(t) falls in |t|
+        while _psi(far, ones, zeros, log_p, log_q) - far * _slope(far, ones, zeros, log_p, log_q) > target:
+            if abs(far) >= 2048.0:
+                break
+            far *= 2.0
+        if _psi(far, ones, zeros, log_p, log_q) - far * _slope(far, ones, zeros, log_p, log_q) > target:  # never that small
+            cuts[side] = -1 if side == 0 else ones + zeros + 1
+            continue
+        near = 0.0
+        for _ in range(80):
+            mid = 0.5 * (near + far)
+            if _psi(mid, ones, zeros, log_p, log_q) - mid * _slope(mid, ones, zeros, log_p, log_q) > target:
+                near = mid
+            else:
+                far = mid
+        slope = _slope(far, ones, zeros, log_p, log_q)
+        cut = math.floor(slope) if side == 0 else math.ceil(slope)
+        # Move outward if rounding put the cut where the bound at ``far`` is not small enough.
+        while 0 <= cut <= ones + zeros and _psi(far, ones, zeros, log_p, log_q) - far * cut > target:
+            cut += -1 if side == 0 else 1
+        cuts[side] = cut
+    return cuts[0], cuts[1]
+
+
+def two_binomial_cuts(ones: int, zeros: int, log_p: float, log_q: float, target: float) -> tuple[int, int]:
+    """Kernel of :func:`pldshuffle.mechanisms._binomial.two_binomial_tails`: the cuts where the Chernoff
+    exponent ``ψ(t) - tψ'(t)`` of ``Bin(ones, 1-p) + Bin(zeros, p)`` reaches ``target`` (``log_p = log p``,
+    ``log_q = log(1-p)``), by 80 bisection steps per side.  O(1)."""
+    _compiled()
+    lo, hi = _two_binomial_cuts(int(ones), int(zeros), float(log_p), float(log_q), float(target))
+    return int(lo), int(hi)

@@ -15,6 +15,8 @@ from functools import cache
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._kernels import two_binomial_cuts
+
 __all__ = [
     "binomial_cdf",
     "binomial_logpmf",
@@ -162,39 +164,8 @@ def two_binomial_tails(ones: int, zeros: int, prob: float, tail_mass: float) -> 
     ``P[N ≤ c] ≤ exp(ψ(t) - tc)`` for ``t ≤ 0`` (``≥ c`` for ``t ≥ 0``), ``ψ(t) = a log(p + qe^t) +
     b log(q + pe^t)`` the log-mgf.  Along ``c = ψ'(t)`` the exponent ``g(t) = ψ(t) - tψ'(t)`` falls
     monotonically in ``|t|``: bisection on ``t`` for ``g(t) = log(tail_mass/2)``, then each cut is checked
-    against the bound directly (so rounding can only move it outward).  O(1) (~100 scalar steps).
+    against the bound directly (so rounding can only move it outward).  O(1) (~100 scalar steps, jitted:
+    :func:`~pldshuffle._kernels.two_binomial_cuts`).
     """
-    log_p, log_q = math.log(prob), math.log1p(-prob)
-    target = math.log(tail_mass / 2.0) - 1e-6
-
-    def psi(t: float) -> float:
-        return ones * _logaddexp(log_p, log_q + t) + zeros * _logaddexp(log_q, log_p + t)
-
-    def slope(t: float) -> float:
-        return ones * _expit(t + log_q - log_p) + zeros * _expit(t + log_p - log_q)
-
-    cuts = []
-    for sign in (-1.0, 1.0):
-        far = sign
-        while psi(far) - far * slope(far) > target and abs(far) < 2048.0:
-            far *= 2.0
-        if psi(far) - far * slope(far) > target:  # the bound never gets that small
-            cuts.append(-1 if sign < 0 else ones + zeros + 1)
-            continue
-        near = 0.0
-        for _ in range(80):
-            mid = 0.5 * (near + far)
-            near, far = (mid, far) if psi(mid) - mid * slope(mid) > target else (near, mid)
-        cut = math.floor(slope(far)) if sign < 0 else math.ceil(slope(far))
-        while cut >= 0 and cut <= ones + zeros and psi(far) - far * cut > target:  # move outward if rounding hurt
-            cut += -1 if sign < 0 else 1
-        cuts.append(cut)
-    return cuts[0], cuts[1]
-
-
-def _logaddexp(a: float, b: float) -> float:
-    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
-
-
-def _expit(t: float) -> float:
-    return 1.0 / (1.0 + math.exp(-t)) if t >= 0 else math.exp(t) / (1.0 + math.exp(t))
+    cut_lo, cut_hi = two_binomial_cuts(int(ones), int(zeros), math.log(prob), math.log1p(-prob), math.log(tail_mass / 2.0) - 1e-6)
+    return int(cut_lo), int(cut_hi)
