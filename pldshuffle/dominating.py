@@ -11,7 +11,9 @@ dataset of shuffled binary randomized response) is turned into ONE lattice measu
   AISTATS 2022: a dominating pair always exists; construction as in Doroshenko et al., PETS 2022).
   Its masses come from the inversion ``A_j = (H_{j-1} - e^{-Δ}H_j)/(1 - e^{-Δ})`` (``A_j`` = mass at
   or above ``z_j``), made non-increasing by raising, then verified a posteriori: the measure is scaled
-  up by the largest ratio ``D_j / h_j`` if rounding left any point below.
+  up by the largest ratio ``D_j / h_j`` if rounding left any point below.  Only upper bounds on ``D``
+  at the lattice points are needed: they are read off the members' sorted supports at chosen points and
+  by ``D``'s chords in between (:meth:`_Exact.envelope`), so no lattice measure is built per member.
 * Profile domination at every ``x`` survives convolution with any non-negative measure, so the
   envelope composes soundly with anything, for any sequence of datasets ("data may change between
   rounds").
@@ -346,7 +348,7 @@ def _cover(
     lowers = lambda c: list(c.members) if c.members is not None else [c.lower]  # noqa: E731
     lo, size = lattice.range_of([p for c in cells for p in uppers(c)] + lower_members)
     # Branch and bound decides on a subgrid of lattice points (decisions only affect tightness: the
-    # final envelope is taken over the kept pairs' full profiles).
+    # final envelope bounds every kept pair at every lattice point).
     probe = np.unique(np.linspace(0, size, min(size + 1, _PROBES)).astype(np.int64))
 
     def profile(pair: PrivacyLossPair) -> NDArray[np.float64]:

@@ -6,7 +6,6 @@ import math
 import re
 import warnings
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
