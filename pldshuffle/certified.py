@@ -49,6 +49,12 @@ __all__ = ["CertifiedPLD", "MemoryBudgetError", "invert"]
 
 #: Tilted Chernoff tolerance of every realisation window (folded mass, relative after untilting).
 TAIL_TOLERANCE = 1e-18
+#: A single round's cover is refined at each ε of δ queries of at most this many points, until its upper ε
+#: is within this (relative, see _refined_epsilon_gap) of the lower end: the one-round target is 1e-4.
+_REFINED_POINTS = 4
+_REFINED_EPSILON_GAP = 3e-5
+#: Realisable pairs inverted for a single round's lower ε (any subset is a lower bound).
+_LOWER_PAIRS = 16
 #: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included).
 _TILT_DELTAS = (1e-8, 1e-14)
 #: Bytes held per window point by one cached realisation (masses, profile, suffix) and, transiently, while
@@ -140,16 +146,72 @@ class CertifiedPLD:
         m lattice points); later ones cost O(1) per ε (O(shifts) for the lower end).
         """
         eps = np.atleast_1d(check_epsilons(epsilon)).astype(np.float64)
+        refiner = self._refiner()
+        if refiner is not None and eps.size <= _REFINED_POINTS:
+            for e in eps:
+                # Split until the upper δ at ε is at most the realisable δ a little to its left (an ε gap).
+                left = np.array([max(float(e) - _refined_epsilon_gap(float(e)), 0.0)])
+                refiner.refine(float(e), threshold=float(_exact_bounds(refiner.lower_pairs, left)[0][0]))
         return self._lower(eps), self._upper(eps)
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """Certified ``(lower, upper)`` on the smallest ε with δ(ε) ≤ ``delta`` (bisection on the same object)."""
         delta = check_delta(delta)
-        lower = invert(self._lower, delta, upper=False)
-        if self._single_exact("upper") is not None:  # bracket the costly exact curve by the lattice one
-            lattice = invert(self._lattice_upper, delta, upper=True)
-            return lower, invert(self._upper, delta, upper=True, bracket=(lower, lattice))
-        return lower, invert(self._upper, delta, upper=True)
+        if self._single_exact("upper") is None:
+            return invert(self._lower, delta, upper=False), invert(self._upper, delta, upper=True)
+        # One round on exact pairs: bracket the costly exact curves by the lattice ones, and read only the
+        # pairs that can matter (see _single_epsilon_bounds).
+        lattice = invert(self._lattice_upper, delta, upper=True)
+        lower = self._single_lower_epsilon(delta, lattice)
+        refiner = self._refiner()
+        if refiner is not None and 0.0 < lower < math.inf:
+            # Split the cells that keep ε slightly above the lower end from being certified.
+            refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta)
+            lower = self._single_lower_epsilon(delta, lattice)  # datasets revealed by the splits may raise it
+        return lower, self._single_upper_epsilon(delta, lower, lattice)
+
+    def _single_lower_epsilon(self, delta: float, probe: float) -> float:
+        """Lower end of ε for one round: any subset of the realisable pairs gives a lower bound, so only the
+        ``_LOWER_PAIRS`` largest at ``probe`` (the lattice's upper end) are inverted."""
+        lattice_lower = lambda eps: np.max([c.lower(eps) for c in self._composites("lower")], axis=0)  # noqa: E731
+        every = list(self._exact_pairs("lower"))
+        if len(every) <= _LOWER_PAIRS or not math.isfinite(probe):
+            return invert(lambda eps: np.maximum(lattice_lower(eps), _exact_bounds(every, eps)[0]), delta, upper=False)
+        # The largest at the lattice curves' two answers, then at the answer they give (the binding pair is
+        # among the largest at the answer).
+        lower, probes = 0.0, [invert(lattice_lower, delta, upper=False), probe]
+        for _ in range(2):
+            at = np.array([p.delta_bounds(np.array(probes))[0] for p in every])
+            keep = sorted({int(i) for column in at.T for i in np.argsort(column)[::-1][:_LOWER_PAIRS]})
+            pairs = [every[i] for i in keep]
+            curve = lambda eps: np.maximum(lattice_lower(eps), _exact_bounds(pairs, eps)[0])  # noqa: E731
+            lower = max(lower, invert(curve, delta, upper=False))
+            probes = [lower]
+        return lower
+
+    def _single_upper_epsilon(self, delta: float, lower: float, lattice: float) -> float:
+        """Upper end of ε for one round: the smallest ε in ``[lower, lattice]`` where the lattice curve or
+        every kept pair is at most ``delta``.  Pairs already at most ``delta`` at ``lower`` are left out of
+        the bisection and checked at its answer (bounds need not be monotone to the last bit); any that
+        exceed ``delta`` there join and the bisection is repeated."""
+        if not (math.isfinite(lower) and math.isfinite(lattice) and lower < lattice):
+            return invert(self._upper, delta, upper=True)
+        pairs = list(self._exact_pairs("upper"))
+        at_lower = _exact_bounds_each(pairs, lower)
+        active = [p for p, v in zip(pairs, at_lower) if v > delta]
+        while True:
+            def curve(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+                exact = _exact_bounds(active, eps)[1] if active else np.zeros(eps.shape)
+                return np.minimum(self._lattice_upper(eps), exact)
+
+            upper = invert(curve, delta, upper=True, bracket=(lower, lattice))
+            if upper == lattice:  # the lattice curve's own answer: no pair is involved
+                return upper
+            rest = [p for p in pairs if all(p is not q for q in active)]
+            late = [p for p, v in zip(rest, _exact_bounds_each(rest, upper)) if v > delta]
+            if not late:
+                return upper
+            active += late
 
     @property
     def infinity_mass(self) -> tuple[float, float]:
@@ -195,18 +257,26 @@ class CertifiedPLD:
         values = np.max([c.lower(eps) for c in self._composites("lower")], axis=0)
         return values if exact is None else np.maximum(values, exact(eps)[0])
 
-    def _single_exact(self, part: str):
+    def _exact_pairs(self, part: str) -> tuple[PrivacyLossPair, ...]:
+        """The exact pairs of a single round (``()`` unless the ledger is one round of one term)."""
         if len(self.terms) != 1 or self.terms[0].count != 1 or self.terms[0].lower_count != 1:
-            return None
-        pairs = self.terms[0].exact_upper if part == "upper" else self.terms[0].exact_lower
+            return ()
+        term = self.terms[0]
+        if term.refiner is not None:
+            return term.refiner.upper_pairs if part == "upper" else term.refiner.lower_pairs
+        return term.exact_upper if part == "upper" else term.exact_lower
+
+    def _single_exact(self, part: str):
+        pairs = self._exact_pairs(part)
         if not pairs:
             return None
+        return lambda eps: _exact_bounds(pairs, eps)
 
-        def bounds(eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-            values = [p.delta_bounds(eps) for p in pairs]
-            return np.max([v[0] for v in values], axis=0), np.max([v[1] for v in values], axis=0)
-
-        return bounds
+    def _refiner(self) -> Any:
+        """The single round's query refinement, when the ledger is one round answered on exact pairs."""
+        if self._single_exact("upper") is None:
+            return None
+        return self.terms[0].refiner
 
     def _composites(self, part: str) -> list[Composite]:
         if "upper" not in self._cache and "lower" not in self._cache:
@@ -338,6 +408,26 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
         if theta > 1.4 * tilts[-1]:
             tilts.append(theta)
     return tilts
+
+
+def _refined_epsilon_gap(epsilon: float) -> float:
+    """ε gap a single round's refinement aims at: 3e-5 relative, absolute below the lattice's smallest
+    resolved ε (:data:`pldshuffle.spacing.MIN_SCALE_LONG`; the one-round target is 1e-4)."""
+    from .spacing import MIN_SCALE_LONG
+
+    return _REFINED_EPSILON_GAP * max(epsilon, MIN_SCALE_LONG)
+
+
+def _exact_bounds(pairs, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Max over the pairs of their strict single-round ``(lower, upper)`` δ at each ε."""
+    values = [p.delta_bounds(eps) for p in pairs]
+    return np.max([v[0] for v in values], axis=0), np.max([v[1] for v in values], axis=0)
+
+
+def _exact_bounds_each(pairs, epsilon: float) -> list[float]:
+    """Each pair's strict upper δ at one ε."""
+    eps = np.array([epsilon])
+    return [float(p.delta_bounds(eps)[1][0]) for p in pairs]
 
 
 def invert(delta_fn, delta: float, *, upper: bool, bracket: tuple[float, float] | None = None) -> float:

@@ -50,6 +50,8 @@ _MAX_CELLS = 1600
 _MEMORY_CHECK_EVERY = 8
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).
 _MAX_BLOCK_CELLS = 24
+#: Splits one single-round query may add to the cover.
+_QUERY_SPLITS = 400
 #: Lattice points on which branch and bound compares profiles.
 _PROBES = 4097
 _WITNESSES = 6
@@ -270,12 +272,14 @@ def family_term(
         lows = _lower_witnesses(family.lower, spacing)
         return Term(up, lows, count, (pair,), tuple(family.lower))
     lattice = _Exact(spacing)
-    kept, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
+    kept_cells, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
+    kept = [p for c in kept_cells for p in _uppers(c)]
     up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
     if same_data and count > 1:
         block = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
-        block_kept, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
+        block_cells, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
+        block_kept = [p for c in block_cells for p in _uppers(c)]
         # The per-round envelope composed count times dominates the block too (for any data): keep the
         # better of the two at every x, so the same-data bound is never looser than the default one.
         per_round = CertifiedPLD(spacing, (Term((up,), lows, count),), **options).dominating_measures()
@@ -285,8 +289,9 @@ def family_term(
         return Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count)
     if count > 1:  # the exact pairs only serve a single round
         return Term((up,), lows, count)
-    # One round is also answered off the lattice: every member is dominated by a kept pair.
-    return Term((up,), lows, count, tuple(kept), members)
+    # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
+    # are refined further at the points queried.
+    return Term((up,), lows, count, tuple(kept), members, refiner=QueryRefinement(kept_cells, members, max_bytes))
 
 
 def _convex_minorant_of_min(
@@ -344,8 +349,7 @@ def _cover(
         Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
     ]
     lower_members = list(family.lower) if family.cells is None else []
-    uppers = lambda c: list(c.members) if c.members is not None else [c.upper]  # noqa: E731
-    lowers = lambda c: list(c.members) if c.members is not None else [c.lower]  # noqa: E731
+    uppers, lowers = _uppers, _lowers
     lo, size = lattice.range_of([p for c in cells for p in uppers(c)] + lower_members)
     # Branch and bound decides on a subgrid of lattice points (decisions only affect tightness: the
     # final envelope bounds every kept pair at every lattice point).
@@ -409,7 +413,76 @@ def _cover(
         scores[index : index + 1] = [excess(up) for _, up, _ in fresh]
         fresh_scores[index : index + len(fresh)] = [True] * len(fresh)
     realised = [w for w in realised if np.any(w[1] >= best)]
-    return [p for c, _, _ in active for p in uppers(c)], *_witnesses(realised, probe, lo)
+    return [c for c, _, _ in active], *_witnesses(realised, probe, lo)
+
+
+def _uppers(cell: Cell) -> list[PrivacyLossPair]:
+    """The pairs that bound a cell: its dominating pair, or every member of an enumerated cell."""
+    return list(cell.members) if cell.members is not None else [cell.upper]
+
+
+def _lowers(cell: Cell) -> list[PrivacyLossPair]:
+    """The realisable pairs a cell offers: one of its datasets, or every member of an enumerated cell."""
+    return list(cell.members) if cell.members is not None else [cell.lower]
+
+
+class QueryRefinement:
+    """A single round's cover, refined further at the points a query asks about (branch and bound on one ε).
+
+    The lattice cover splits cells until their profiles are within the cell tolerance of the realisable
+    envelope at lattice points; for one round answered on the exact pairs, that leaves the bracket at
+    between lattice points wider than the one-round target.  :meth:`refine` splits, largest first, the
+    cells whose exact upper δ at one ε exceeds a threshold (the caller's: see ``CertifiedPLD``).  Every stage is sound (the
+    kept cells always cover every dataset) and only tightens, so queries read the refined pairs: a later
+    query is never looser than an earlier one.  At most ``_QUERY_SPLITS`` splits per query, and none once
+    the pairs held would exceed ``max_bytes``.  Each split costs two dataset pairs (O(√n) for 2RR).
+    """
+
+    def __init__(self, cells: list[Cell], members: tuple[PrivacyLossPair, ...], max_bytes: float) -> None:
+        self._cells = list(cells)
+        self._members = list(members)
+        self._max_bytes = max_bytes
+        self._final_cells: set[int] = set()  # single datasets: nothing left to split (they stay in _cells)
+
+    @property
+    def upper_pairs(self) -> tuple[PrivacyLossPair, ...]:
+        return tuple(p for c in self._cells for p in _uppers(c))
+
+    @property
+    def lower_pairs(self) -> tuple[PrivacyLossPair, ...]:
+        return tuple(self._members)
+
+    def refine(self, epsilon: float, threshold: float) -> None:
+        """Split the cells whose upper δ at ``epsilon`` exceeds ``threshold``, largest first, until none does
+        (or only single datasets do) or the budget is spent."""
+        eps = np.array([float(epsilon)])
+
+        def upper_of(cell: Cell) -> float:
+            return max(float(p.delta_bounds(eps)[1][0]) for p in _uppers(cell))
+
+        values = [upper_of(c) for c in self._cells]
+        for step in range(_QUERY_SPLITS):
+            order = np.argsort(values)[::-1]
+            index = next((int(i) for i in order if values[i] > threshold and not self._final(int(i))), None)
+            if index is None:
+                return
+            if step % _MEMORY_CHECK_EVERY == 0 and self._held_bytes() > self._max_bytes:
+                return
+            children = self._cells[index].split()
+            if not children:
+                self._final_cells.add(id(self._cells[index]))
+                continue
+            for child in children:
+                self._members.extend(p for p in _lowers(child) if all(p is not q for q in self._members))
+            self._cells[index : index + 1] = list(children)
+            values[index : index + 1] = [upper_of(c) for c in children]
+
+    def _final(self, index: int) -> bool:
+        return id(self._cells[index]) in self._final_cells
+
+    def _held_bytes(self) -> int:
+        held = {id(p): p for p in self.upper_pairs + self.lower_pairs}
+        return sum(2 * (d.losses.nbytes + d.masses.nbytes) for p in held.values() for d in p.directions)
 
 
 def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]]) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -73,6 +74,9 @@ class Term:
     exact_upper: tuple[PrivacyLossPair, ...] = ()
     exact_lower: tuple[PrivacyLossPair, ...] = ()
     lower_count: int = 0  # rounds of the lower witnesses; 0 means ``count`` (a same-data block differs)
+    #: For a single round with exact pairs: refines them at queried points (``exact_upper``/``exact_lower``
+    #: are then read from it); see :class:`pldshuffle.dominating.QueryRefinement`.
+    refiner: Any = None
 
     def __post_init__(self) -> None:
         if self.count < 1 or not self.upper or not self.lower:

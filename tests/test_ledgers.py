@@ -321,3 +321,48 @@ def test_same_data_upper_uses_the_composed_per_round_envelope():
     """For large n the capped block cover alone was looser than the per-round envelope (n=2000, 16 rounds:
     δ(0.2) 0.02219 vs 0.02201); the block now takes the convex minorant of the minimum of both."""
     _assert_same_data_no_looser(*_settings(2000, 2.0, 16, np.array([0.2, 0.5, 1.0, 1.5])))
+
+
+def test_single_round_queries_refine_the_cover_and_stay_sound():
+    """One round of the 2RR worst case is refined at the queried points (a coarse cover: cell tolerance
+    0.05): every bracket holds the exact worst case (all datasets, by enumeration), ε queries meet the
+    refinement's gap (3e-5 relative, absolute below ε = 0.05), later queries are never looser, and a δ
+    query at a returned ε certifies δ."""
+    n, eps0 = 300, 2.0
+    # δ_m = δ_{n-1-m} (both orders are taken): the first half of the datasets is every δ.
+    members = [ref.pair_binary_rr(n, 1 / (math.exp(eps0) + 1), m) for m in range((n + 1) // 2)]
+
+    def exact(eps: float) -> float:
+        return ref.delta_ledger([("changing", members, 1)], eps)
+
+    coarse = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0))
+    first = coarse.get_delta_bounds(0.2)
+    assert first.lower <= exact(0.2) <= first.upper
+    for delta in (1e-2, 1e-9):
+        b = coarse.get_epsilon_bounds(delta)
+        assert exact(b.upper) <= delta < exact(b.lower) or b.lower == 0.0
+        assert b.upper - b.lower <= 3.01e-5 * max(b.lower, 0.05)
+        assert coarse.get_delta_bounds(b.upper).upper <= delta
+    again = coarse.get_delta_bounds(0.2)
+    assert again.upper <= first.upper and again.lower >= first.lower
+    # The refined cover still covers every dataset: its pairs bound the exact worst case on a grid of ε.
+    grid = np.linspace(0.0, 3.0, 61)
+    worst = np.zeros(grid.size)
+    for pair in members:
+        P, Q = (np.array([float(v) for v in side.values()]) for side in ref.split_pair(pair))
+        for a, b in ((P, Q), (Q, P)):
+            worst = np.maximum(worst, np.maximum(a[None, :] - np.exp(grid)[:, None] * b[None, :], 0.0).sum(axis=1))
+    refiner = coarse.certified_pld().terms[0].refiner
+    assert np.all(np.max([p.delta_bounds(grid)[1] for p in refiner.upper_pairs], axis=0) >= worst)
+    # ... and, as cells, exactly the datasets m = 0..(n-1)/2 (labels "m in [a, b]" or "m = a").
+    covered = []
+    for cell in refiner._cells:
+        ends = [int(x) for x in cell.label.replace("m in [", "").replace("m = ", "").rstrip("]").split(", ")]
+        covered.extend(range(ends[0], ends[-1] + 1))
+    assert sorted(covered) == list(range((n - 1) // 2 + 1))
+    # Without the refinement the same cover leaves a wider bracket (the test exercises it).
+    unrefined = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0)).certified_pld()
+    term = unrefined.terms[0]
+    assert term.refiner is not None
+    wide = max(p.delta_bounds(np.array([0.2]))[1][0] for p in term.exact_upper)
+    assert wide > first.upper
