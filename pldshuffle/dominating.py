@@ -413,6 +413,9 @@ def _cover(
         scores[index : index + 1] = [excess(up) for _, up, _ in fresh]
         fresh_scores[index : index + len(fresh)] = [True] * len(fresh)
     realised = [w for w in realised if np.any(w[1] >= best)]
+    for cell, _, _ in active:  # the kept cells' datasets that attain the realisable envelope nowhere are released
+        if cell.has_own_lower and "lower" in cell.__dict__ and all(cell.lower is not p for p, _ in realised):
+            cell.release_lower()
     return [c for c, _, _ in active], *_witnesses(realised, probe, lo)
 
 

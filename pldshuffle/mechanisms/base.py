@@ -74,6 +74,12 @@ class Cell:
             return self.members[0]
         return self.upper if self._make_lower is None else self._make_lower()
 
+    def release_lower(self) -> None:
+        """Drop the cached separate lower pair (rebuilt on next use), for a cover that keeps the cell but not
+        its dataset."""
+        if self.has_own_lower:
+            self.__dict__.pop("lower", None)
+
     def split(self) -> tuple[Cell, ...]:
         """Sub-cells covering the same datasets; empty for a single dataset."""
         return self._split()
