@@ -446,10 +446,15 @@ class QueryRefinement:
         self._members = list(members)
         self._max_bytes = max_bytes
         self._final_cells: set[int] = set()  # single datasets: nothing left to split (they stay in _cells)
+        self._settled: tuple[PrivacyLossPair, ...] = ()  # pairs of a cover that refines no further
+
+    def __getstate__(self) -> dict:
+        # Cells split through closures, which do not pickle: a pickled cover keeps its pairs, unrefinable.
+        return {**self.__dict__, "_cells": [], "_final_cells": set(), "_settled": self.upper_pairs}
 
     @property
     def upper_pairs(self) -> tuple[PrivacyLossPair, ...]:
-        return tuple(p for c in self._cells for p in _uppers(c))
+        return self._settled + tuple(p for c in self._cells for p in _uppers(c))
 
     @property
     def lower_pairs(self) -> tuple[PrivacyLossPair, ...]:

@@ -366,3 +366,12 @@ def test_single_round_queries_refine_the_cover_and_stay_sound():
     assert term.refiner is not None
     wide = max(p.delta_bounds(np.array([0.2]))[1][0] for p in term.exact_upper)
     assert wide > first.upper
+
+
+def test_single_round_certified_pld_pickles_with_its_refined_pairs():
+    import pickle
+
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(300, 2.0))
+    before = acc.get_epsilon_bounds(1e-6)
+    copy = pickle.loads(pickle.dumps(acc.certified_pld()))
+    assert tuple(copy.epsilon_bounds(1e-6)) == (before.lower, before.upper)
