@@ -30,6 +30,10 @@ COVER_SECONDS = 0.3
 #: Beyond this sqrt(n·p(1-p)) the recurrence's error bound fails and the pairs are convolved directly,
 #: O(n·p(1-p)) each: seconds per unit of sqrt(n·p(1-p)) then (371 s at n = 1e8, ε0 = 1, before the recurrence).
 RECURRENCE_SD, CONVOLUTION_SECONDS = 6000.0, 8.4e-2
+#: A same-data block's cover composes each cell's pair and a dataset of it ``count`` times: about this many
+#: compositions of the block's own window (measured on 2RR: 12 s at n = 300, 4 rounds; 22 s at n = 2000,
+#: 8 rounds; 35 s at n = 1e4, 16 rounds: 127, 100 and 73 times one composition's FFT cost).
+BLOCK_COMPOSITIONS = 100
 #: Tilted frames per composition assumed before they are chosen (θ = 0 and one saddle point is usual; at most 3).
 TILTS = 2
 #: Warn when the estimate exceeds this many seconds.
@@ -37,7 +41,12 @@ SLOW_SECONDS = 30.0
 
 
 def estimated_seconds(
-    ledger: Sequence[tuple[ShuffleMechanism, int]], window_points: float, *, directions: int = 2, witnesses: int = 1
+    ledger: Sequence[tuple[ShuffleMechanism, int]],
+    window_points: float,
+    *,
+    directions: int = 2,
+    witnesses: int = 1,
+    block_points: Sequence[float] = (),
 ) -> float:
     """Rough order-of-magnitude estimate of the seconds the accountant needs to build a ledger.
 
@@ -50,8 +59,10 @@ def estimated_seconds(
       datasets, ``COVER_SECONDS · (n·p(1-p))^(1/4)`` with ``p = 1/(e^ε0 + 1)``, or
       ``CONVOLUTION_SECONDS · (n·p(1-p))^(1/2)`` above ``RECURRENCE_SD``.
 
-    Other costs (other mechanisms' lattice measures, same-data blocks' extra compositions) are not
-    modelled.
+    * for each same-data block of a worst case, its cover, ``BLOCK_COMPOSITIONS × TILTS × directions ×
+      FFT_SECONDS · W_b log2 W_b`` for the block's own window ``W_b``.
+
+    Other costs (other mechanisms' lattice measures, queries) are not modelled.
 
     Parameters
     ----------
@@ -63,6 +74,9 @@ def estimated_seconds(
         Orders of the neighbouring pair realised (1 for a symmetric ledger, else 2).
     witnesses : int
         Lower-bound witness pairs realised besides the upper measure.
+    block_points : sequence of float
+        Window points of each same-data block whose mechanism is a worst case over datasets (a family
+        with several members).
 
     Returns
     -------
@@ -80,6 +94,9 @@ def estimated_seconds(
     if sum(count for _, count in ledger) > 1 and window_points > 0:
         points = max(float(window_points), 2.0)
         seconds += TILTS * directions * (1 + witnesses) * FFT_SECONDS * points * math.log2(points)
+    for block in block_points:
+        points = max(float(block), 2.0)
+        seconds += BLOCK_COMPOSITIONS * TILTS * directions * FFT_SECONDS * points * math.log2(points)
     return seconds
 
 
@@ -89,6 +106,7 @@ def warn_if_slow(
     *,
     family: Callable[[ShuffleMechanism], PairFamily] | None = None,
     spacing: float | None = None,
+    same_data: Sequence[tuple[ShuffleMechanism, int]] = (),
 ) -> bool:
     """Warn (:class:`SlowComputationWarning`) and report when the ledger is estimated to take > ``SLOW_SECONDS``.
 
@@ -101,20 +119,27 @@ def warn_if_slow(
         The (cached) pair family of a mechanism and the lattice spacing.  Without them only the costs
         known from the parameters are counted (the 2RR branch and bound), so that a warning can come
         before the families are built; with them the FFT compositions are counted as well.
+    same_data : sequence of (mechanism, count)
+        The ledger's same-data blocks; with ``family`` and ``spacing``, the covers of those that are worst
+        cases over datasets are counted.
 
     Returns
     -------
     bool
         Whether it warned.
     """
-    directions, witnesses, points = 1, 0, 0.0
+    directions, witnesses, points, blocks = 1, 0, 0.0, []
     # A single round is answered without composing: no window to measure.
     if family is not None and spacing is not None and sum(n for _, n in ledger) > 1:
         chosen = [family(m) for m, _ in ledger]
         directions = max(len(f.upper[0].directions) for f in chosen)
         witnesses = max(len(f.lower) for f in chosen)
         points = composed_range([(f.upper[0], n) for f, (_, n) in zip(chosen, ledger)])[1] / spacing
-    seconds = estimated_seconds(ledger, points, directions=directions, witnesses=witnesses)
+        for mechanism, count in same_data:
+            block = family(mechanism)
+            if count > 1 and (block.cells is not None or len(block.upper) > 1):
+                blocks.append(composed_range([(block.upper[0], count)])[1] / spacing)
+    seconds = estimated_seconds(ledger, points, directions=directions, witnesses=witnesses, block_points=blocks)
     if seconds <= SLOW_SECONDS:
         return False
     message = f"this composition is estimated to take ~{seconds:.0f} s (a rough order-of-magnitude estimate)"

@@ -152,7 +152,8 @@ class FourierAccountant:
             target = self.relative_gap_target or relative_target(self.rounds)
             spacing = self.value_discretization_interval or choose_spacing([(self._family(m).upper[0], n) for m, n in self.ledger], target)
             if not warned:
-                warn_if_slow(self.ledger, self._report, family=self._family, spacing=spacing)
+                blocks = [(m, n) for (m, same), n in self._ledger.items() if same]
+                warn_if_slow(self.ledger, self._report, family=self._family, spacing=spacing, same_data=blocks)
             options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
             self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
                                      tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report)
