@@ -151,7 +151,8 @@ class CertifiedPLD:
             for e in eps:
                 # Split until the upper δ at ε is at most the realisable δ a little to its left (an ε gap).
                 left = np.array([max(float(e) - _refined_epsilon_gap(float(e)), 0.0)])
-                refiner.refine(float(e), threshold=float(_exact_bounds(refiner.lower_pairs, left)[0][0]))
+                realisable = float(_exact_bounds(refiner.lower_pairs, left)[0][0])
+                refiner.refine(float(e), threshold=realisable + refiner.booked)  # upper ends carry the booked mass
         return self._lower(eps), self._upper(eps)
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:

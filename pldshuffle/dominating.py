@@ -460,9 +460,17 @@ class QueryRefinement:
     def lower_pairs(self) -> tuple[PrivacyLossPair, ...]:
         return tuple(self._members)
 
+    @property
+    def booked(self) -> float:
+        """The largest truncated mass of a kept pair: upper bounds carry it, so no split removes it."""
+        return max((d.truncated_mass for p in self.upper_pairs for d in p.directions), default=0.0)
+
     def refine(self, epsilon: float, threshold: float) -> None:
         """Split the cells whose upper δ at ``epsilon`` exceeds ``threshold``, largest first, until none does
-        (or only single datasets do) or the budget is spent."""
+        (or only single datasets do) or the budget is spent.  Nothing is split for a threshold below twice
+        the booked truncated mass (no split could reach it)."""
+        if threshold <= 2.0 * self.booked:
+            return
         eps = np.array([float(epsilon)])
 
         def upper_of(cell: Cell) -> float:
