@@ -27,7 +27,7 @@ realisable members that attain the lower envelope most often.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -433,11 +433,11 @@ class QueryRefinement:
     """A single round's cover, refined further at the points a query asks about (branch and bound on one ε).
 
     The lattice cover splits cells until their profiles are within the cell tolerance of the realisable
-    envelope at lattice points; for one round answered on the exact pairs, that leaves the bracket at
-    between lattice points wider than the one-round target.  :meth:`refine` splits, largest first, the
-    cells whose exact upper δ at one ε exceeds a threshold (the caller's: see ``CertifiedPLD``).  Every stage is sound (the
-    kept cells always cover every dataset) and only tightens, so queries read the refined pairs: a later
-    query is never looser than an earlier one.  At most ``_QUERY_SPLITS`` splits per query, and none once
+    envelope at lattice points; for one round answered on the exact pairs, that can leave the bracket wider
+    than the one-round target (at small ε and between lattice points).  :meth:`refine` splits, largest
+    first, the cells whose exact upper δ at one ε exceeds a threshold (the caller's: see ``CertifiedPLD``).
+    Every stage is sound (the kept cells always cover every dataset) and only tightens, so queries read the
+    refined pairs: a later query is never looser than an earlier one.  At most ``_QUERY_SPLITS`` splits per query, and none once
     the pairs held would exceed ``max_bytes``.  Each split costs two dataset pairs (O(√n) for 2RR).
     """
 
@@ -497,14 +497,17 @@ class QueryRefinement:
         return id(self._cells[index]) in self._final_cells
 
     def _held_bytes(self) -> int:
-        held = {id(p): p for p in self.upper_pairs + self.lower_pairs}
-        return sum(2 * (d.losses.nbytes + d.masses.nbytes) for p in held.values() for d in p.directions)
+        return _pairs_bytes(self.upper_pairs + self.lower_pairs)
 
 
 def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]]) -> int:
-    """Bytes of the distinct pairs the cover still holds (support arrays and their cached sums)."""
-    held = {id(p): p for c, _, _ in active for p in ([c.upper] if c.members is None else c.members)}
-    held.update((id(p), p) for p, _ in realised)
+    """Bytes of the distinct pairs the cover still holds."""
+    return _pairs_bytes([p for c, _, _ in active for p in _uppers(c)] + [p for p, _ in realised])
+
+
+def _pairs_bytes(pairs: Iterable[PrivacyLossPair]) -> int:
+    """Bytes of the distinct pairs (support arrays and their cached sums, counted as twice the support)."""
+    held = {id(p): p for p in pairs}
     return sum(2 * (d.losses.nbytes + d.masses.nbytes) for p in held.values() for d in p.directions)
 
 
