@@ -143,7 +143,9 @@ class CertifiedPLD:
         """Certified ``(lower, upper)`` arrays on δ at each ``ε ≥ 0``.
 
         The first query realises the composition (O(m log m) FFTs per tilt, order and witness on windows of
-        m lattice points); later ones cost O(1) per ε (O(shifts) for the lower end).
+        m lattice points); later ones cost O(1) per ε (O(shifts) for the lower end).  A single round of a
+        worst case over datasets, queried at up to 4 points, first refines its cover there
+        (:class:`~pldshuffle.dominating.QueryRefinement`).
         """
         eps = np.atleast_1d(check_epsilons(epsilon)).astype(np.float64)
         refiner = self._refiner()
@@ -161,7 +163,7 @@ class CertifiedPLD:
         if self._single_exact("upper") is None:
             return invert(self._lower, delta, upper=False), invert(self._upper, delta, upper=True)
         # One round on exact pairs: bracket the costly exact curves by the lattice ones, and read only the
-        # pairs that can matter (see _single_epsilon_bounds).
+        # pairs that can matter (_single_lower_epsilon, _single_upper_epsilon).
         lattice = invert(self._lattice_upper, delta, upper=True)
         lower = self._single_lower_epsilon(delta, lattice)
         refiner = self._refiner()
@@ -173,7 +175,8 @@ class CertifiedPLD:
 
     def _single_lower_epsilon(self, delta: float, probe: float) -> float:
         """Lower end of ε for one round: any subset of the realisable pairs gives a lower bound, so only the
-        ``_LOWER_PAIRS`` largest at ``probe`` (the lattice's upper end) are inverted."""
+        ``_LOWER_PAIRS`` largest at the lattice curves' answers (``probe`` is the upper one) are inverted,
+        then the largest at that answer."""
         lattice_lower = lambda eps: np.max([c.lower(eps) for c in self._composites("lower")], axis=0)  # noqa: E731
         every = list(self._exact_pairs("lower"))
         if len(every) <= _LOWER_PAIRS or not math.isfinite(probe):
