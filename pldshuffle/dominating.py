@@ -132,7 +132,7 @@ class _Exact:
         self.spacing = spacing
 
     def forget(self, pair: PrivacyLossPair) -> None:
-        """Nothing is cached per pair beyond the pair's own suffix sums."""
+        """Nothing is cached per pair."""
 
     def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
         """The range of the pairs' connect-the-dots measures, as :func:`_common_range` gives it."""
@@ -189,8 +189,11 @@ class _Exact:
         chord = _chord(values[k], values[k + 1], offsets - a, b - a, spacing)
         # The chord's few roundings are covered relative to the larger end (the excess test keeps ends close).
         target = chord * (1.0 + 8.0 * _U) + 8.0 * _U * np.maximum(values[k], values[k + 1])
+        # Masses summed directly: ``finite_mass`` would build (and keep) a suffix-sum array per member.
         total = max(
-            (d.finite_mass + d.infinity_mass + d.truncated_mass) * (1.0 + MASS_RTOL) for p in pairs for d in p.directions
+            (float(d.masses.sum()) + d.infinity_mass + d.truncated_mass) * (1.0 + MASS_RTOL)
+            for p in pairs
+            for d in p.directions
         )
         return _from_profile(target, total, lo, spacing)
 
@@ -291,7 +294,7 @@ def family_term(
         return Term((up,), lows, count)
     # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
     # are refined further at the points queried.
-    return Term((up,), lows, count, tuple(kept), members, refiner=QueryRefinement(kept_cells, members, max_bytes))
+    return Term((up,), lows, count, refiner=QueryRefinement(kept_cells, members, max_bytes))
 
 
 def _convex_minorant_of_min(
@@ -349,8 +352,7 @@ def _cover(
         Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
     ]
     lower_members = list(family.lower) if family.cells is None else []
-    uppers, lowers = _uppers, _lowers
-    lo, size = lattice.range_of([p for c in cells for p in uppers(c)] + lower_members)
+    lo, size = lattice.range_of([p for c in cells for p in _uppers(c)] + lower_members)
     # Branch and bound decides on a subgrid of lattice points (decisions only affect tightness: the
     # final envelope bounds every kept pair at every lattice point).
     probe = np.unique(np.linspace(0, size, min(size + 1, _PROBES)).astype(np.int64))
@@ -361,10 +363,10 @@ def _cover(
     def evaluate(cell: Cell, settled: Callable[[NDArray[np.float64]], bool] = lambda up: False):
         """``(upper profile, realised members)``; a cell whose upper profile is already ``settled``
         realises no separate lower pair (it could only raise the realisable envelope elsewhere)."""
-        up_pairs = uppers(cell)
+        up_pairs = _uppers(cell)
         up = np.max([profile(p) for p in up_pairs], axis=0)
         skip = cell.has_own_lower and settled(up)
-        found = [] if skip else [(p, profile(p)) for p in lowers(cell)]
+        found = [] if skip else [(p, profile(p)) for p in _lowers(cell)]
         for p, _ in found:  # a lower pair's lattice directions are not needed again
             if all(p is not q for q in up_pairs):
                 lattice.forget(p)
@@ -401,7 +403,7 @@ def _cover(
         if not children:  # a single dataset: nothing left to refine
             scores[index] = -math.inf
             continue
-        for p in uppers(parent):
+        for p in _uppers(parent):
             lattice.forget(p)
         fresh = [(child, *evaluate(child, lambda up: excess(up) <= tolerance)) for child in children]
         active[index : index + 1] = fresh
@@ -437,8 +439,9 @@ class QueryRefinement:
     than the one-round target (at small ε and between lattice points).  :meth:`refine` splits, largest
     first, the cells whose exact upper δ at one ε exceeds a threshold (the caller's: see ``CertifiedPLD``).
     Every stage is sound (the kept cells always cover every dataset) and only tightens, so queries read the
-    refined pairs: a later query is never looser than an earlier one.  At most ``_QUERY_SPLITS`` splits per query, and none once
-    the pairs held would exceed ``max_bytes``.  Each split costs two dataset pairs (O(√n) for 2RR).
+    refined pairs: a later query is never looser than an earlier one.  At most ``_QUERY_SPLITS`` splits per
+    query, and none once the pairs held would exceed ``max_bytes``.  Each split costs two dataset pairs
+    (O(√n) for 2RR).
     """
 
     def __init__(self, cells: list[Cell], members: tuple[PrivacyLossPair, ...], max_bytes: float) -> None:

@@ -74,8 +74,8 @@ class Term:
     exact_upper: tuple[PrivacyLossPair, ...] = ()
     exact_lower: tuple[PrivacyLossPair, ...] = ()
     lower_count: int = 0  # rounds of the lower witnesses; 0 means ``count`` (a same-data block differs)
-    #: For a single round with exact pairs: refines them at queried points (``exact_upper``/``exact_lower``
-    #: are then read from it); see :class:`pldshuffle.dominating.QueryRefinement`.
+    #: For a single round of a family's cover: its exact pairs, refined at queried points (in place of
+    #: ``exact_upper``/``exact_lower``); see :class:`pldshuffle.dominating.QueryRefinement`.
     refiner: Any = None
 
     def __post_init__(self) -> None:

@@ -363,8 +363,8 @@ def test_single_round_queries_refine_the_cover_and_stay_sound():
     # Without the refinement the same cover leaves a wider bracket (the test exercises it).
     unrefined = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0)).certified_pld()
     term = unrefined.terms[0]
-    assert term.refiner is not None
-    wide = max(p.delta_bounds(np.array([0.2]))[1][0] for p in term.exact_upper)
+    assert term.refiner is not None  # no query yet: its pairs are the lattice cover's
+    wide = max(p.delta_bounds(np.array([0.2]))[1][0] for p in term.refiner.upper_pairs)
     assert wide > first.upper
 
 

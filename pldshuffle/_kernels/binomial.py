@@ -164,23 +164,26 @@ def _slope(t, ones, zeros, log_p, log_q):  # pragma: no cover - jitted
     return ones * first + zeros * second
 
 
+@_jit(inline="always")
+def _chernoff_exponent(t, ones, zeros, log_p, log_q):  # pragma: no cover - jitted
+    """``g(t) = ψ(t) - tψ'(t)``: the log of the Chernoff bound at the cut ``c = ψ'(t)``, falling in ``|t|``."""
+    return _psi(t, ones, zeros, log_p, log_q) - t * _slope(t, ones, zeros, log_p, log_q)
+
+
 @_jit()
 def _two_binomial_cuts(ones, zeros, log_p, log_q, target):  # pragma: no cover - jitted
     cuts = np.empty(2, dtype=np.int64)
     for side in range(2):
-        sign = -1.0 if side == 0 else 1.0
-        far = sign  # the exponent g(t) = ψ(t) - tψ'(t) falls in |t|
-        while _psi(far, ones, zeros, log_p, log_q) - far * _slope(far, ones, zeros, log_p, log_q) > target:
-            if abs(far) >= 2048.0:
-                break
+        far = -1.0 if side == 0 else 1.0
+        while _chernoff_exponent(far, ones, zeros, log_p, log_q) > target and abs(far) < 2048.0:
             far *= 2.0
-        if _psi(far, ones, zeros, log_p, log_q) - far * _slope(far, ones, zeros, log_p, log_q) > target:  # never that small
+        if _chernoff_exponent(far, ones, zeros, log_p, log_q) > target:  # the bound never gets that small
             cuts[side] = -1 if side == 0 else ones + zeros + 1
             continue
         near = 0.0
         for _ in range(80):
             mid = 0.5 * (near + far)
-            if _psi(mid, ones, zeros, log_p, log_q) - mid * _slope(mid, ones, zeros, log_p, log_q) > target:
+            if _chernoff_exponent(mid, ones, zeros, log_p, log_q) > target:
                 near = mid
             else:
                 far = mid
