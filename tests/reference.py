@@ -656,3 +656,25 @@ def delta_ledger(entries, eps) -> float:
         P, Q = split_pair(composed_pld(plds))
         best = max(best, float(hockey_stick(P, Q, eps)), float(hockey_stick(Q, P, eps)))
     return best
+
+
+def delta_adaptive(members, rounds: int, eps: float) -> float:
+    """Exact worst-case δ(ε) when every round's dataset *and order* is chosen after seeing the earlier
+    outputs (the adaptive composition the default setting must cover).
+
+    Recursion on the privacy loss still to be paid: ``G_0(x) = (1 - e^x)_+`` and
+    ``G_j(x) = max over members and orders of Σ_o P(o) G_{j-1}(x - ℓ(o))`` (``G_{j-1}(-∞) = 1`` for
+    outcomes with ``Q(o) = 0``); outcomes with ``P(o) = 0`` contribute nothing.  It is at least the
+    maximum over fixed sequences (``delta_ledger(..., "changing")``).  Cost (options × outcomes)^rounds.
+    """
+    options = [[(float(p), math.inf if q == 0 else math.log(float(p) / float(q))) for p, q in pld.values() if p > 0]
+               for pld in (merge_by_ratio(m) for m in _options(members))]
+
+    def value(j: int, x: float) -> float:
+        if x == -math.inf:
+            return 1.0
+        if j == 0:
+            return max(-math.expm1(x), 0.0)
+        return max(math.fsum(p * value(j - 1, x - loss) for p, loss in opt) for opt in options)
+
+    return value(rounds, eps)
