@@ -667,8 +667,8 @@ def delta_adaptive(members, rounds: int, eps: float) -> float:
     outcomes with ``Q(o) = 0``); outcomes with ``P(o) = 0`` contribute nothing.  It is at least the
     maximum over fixed sequences (``delta_ledger(..., "changing")``).  Cost (options × outcomes)^rounds.
     """
-    options = [[(float(p), math.inf if q == 0 else math.log(float(p) / float(q))) for p, q in pld.values() if p > 0]
-               for pld in (merge_by_ratio(m) for m in _options(members))]
+    # _options' PLDs are keyed by the likelihood ratio (math.inf where Q = 0): the loss is its log.
+    options = [[(float(p), math.log(r)) for r, (p, q) in pld.items() if p > 0] for pld in _options(members)]
 
     def value(j: int, x: float) -> float:
         if x == -math.inf:
