@@ -1,6 +1,6 @@
 """Building a ledger into one :class:`~pldshuffle.certified.CertifiedPLD` for the accountant.
 
-Each entry becomes one term on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
+Each entry becomes one or more terms on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
 are composed and realised at once.  With an automatic spacing, a composition that would exceed the memory
 cap is retried on a coarser lattice (spacing doubled, at most ``COARSENINGS`` times).
 """
@@ -78,11 +78,11 @@ def _build(
     for (mechanism, same_data), count in entries:
         report(f"building {mechanism.describe()} on a lattice of spacing {spacing:.3g}")
         fam = family(mechanism)
-        term = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
+        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
         caveats = fam.caveats + (
             (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()
         )
-        piece = CertifiedPLD(spacing, (term,), fam.is_guarantee, caveats, **options)
+        piece = CertifiedPLD(spacing, terms, fam.is_guarantee, caveats, **options)
         pld = piece if pld is None else pld.compose(piece)
     assert pld is not None
     report(f"composing {sum(count for _, count in entries)} rounds (FFT, certified error terms)")

@@ -32,9 +32,11 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import hockey_stick_profile
-from .certified import CertifiedPLD
-from .lattice import LatticeDirection, Term, lower_direction, upper_direction
+from ._kernels import hockey_stick_profile, lower_hull
+from .adaptive import adaptive_profile, adaptive_window_size
+from .certified import CertifiedPLD, _choose_tilts
+from .composition import CHERNOFF_LAMBDAS, log_mgf
+from .lattice import LatticeDirection, Term, lower_direction, profile_at, upper_direction
 from .mechanisms.base import Cell, PairFamily
 from .pld import MASS_RTOL, PrivacyLossPair
 
@@ -55,6 +57,16 @@ _QUERY_SPLITS = 400
 #: Lattice points on which branch and bound compares profiles.
 _PROBES = 4097
 _WITNESSES = 6
+#: Rounds of one adaptive block (the recursion costs time linear in them; blocks compose like measures).
+_BLOCK_ROUNDS = 64
+#: Runs of neighbouring cells per order the adaptive recursion chooses from.
+_GROUPS = 8
+#: The recursion's window holds at most this many points (its lattice is coarsened to fit).
+_ADAPTIVE_POINTS = 2**15
+#: The recursion's window ends where the composed envelope's profile falls below this.
+_ADAPTIVE_FLOOR = 1e-30
+#: Largest rounds × tilts × choices × window points of one recursion (about 10 s).
+_ADAPTIVE_WORK = 3e9
 #: The witnesses stop when their envelope is this close (relative) to the realisable one.
 _WITNESS_TOLERANCE = 1e-3
 #: An envelope's bound between lattice points where it is known: chords, refined until this close (relative).
@@ -63,27 +75,9 @@ _CHORD_TOLERANCE = 1e-6
 Profile = tuple[int, NDArray[np.float64], float]  # (start index, masses, infinity) of one lattice direction
 
 
-def _profile_at(direction: LatticeDirection, indices: NDArray[np.int64], spacing: float) -> NDArray[np.float64]:
-    """The direction's profile ``h(z_j)`` (infinity mass included) at the lattice indices ``j``.
-
-    O(support) for the recursion over the direction's own support, then O(1) per index: above the support
-    only the infinity mass is left; below it ``h(z_j) = e^{-kΔ} H_0 + (1 - e^{-kΔ}) A`` (``k`` steps below
-    the first mass, ``H_0`` the profile there, ``A`` the finite mass), the same positive recursion in
-    closed form.
-    """
-    profile, suffix = hockey_stick_profile(direction.masses, spacing)
-    rel = np.asarray(indices, dtype=np.int64) - direction.start
-    out = profile[np.clip(rel, 0, direction.masses.size)]  # the trailing 0 covers every index above
-    below = rel < 0
-    if np.any(below):
-        decay = np.exp(rel[below] * spacing)
-        out[below] = decay * profile[0] + (-np.expm1(rel[below] * spacing)) * suffix[0]
-    return out + direction.infinity
-
-
 def _profile_on(direction: LatticeDirection, lo: int, size: int, spacing: float) -> NDArray[np.float64]:
     """The direction's profile at ``j = lo .. lo+size`` (``size + 1`` values, infinity included)."""
-    return _profile_at(direction, lo + np.arange(size + 1), spacing)
+    return profile_at(direction, lo + np.arange(size + 1), spacing)
 
 
 class _Lattice:
@@ -112,7 +106,7 @@ class _Lattice:
 
     def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
         """Max over both orders of the pair's lattice profile at the given lattice indices."""
-        return np.max([_profile_at(d, indices, self.spacing) for d in self.directions(pair)], axis=0)
+        return np.max([profile_at(d, indices, self.spacing) for d in self.directions(pair)], axis=0)
 
     def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
         return envelope([d for p in pairs for d in self.directions(p)], self.spacing)
@@ -128,24 +122,30 @@ class _Exact:
     costs O(range/Δ) per member, which dominated fine lattices of large families).
     """
 
-    def __init__(self, spacing: float) -> None:
-        self.spacing = spacing
+    def __init__(self, spacing: float, order: int | None = None) -> None:
+        self.spacing, self.order = spacing, order
 
     def forget(self, pair: PrivacyLossPair) -> None:
         """Nothing is cached per pair."""
 
+    def _directions(self, pair: PrivacyLossPair) -> tuple:
+        """Both orders, or only ``order`` (a symmetric pair's single direction stands for both)."""
+        if self.order is None:
+            return pair.directions
+        return (pair.directions[min(self.order, len(pair.directions) - 1)],)
+
     def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
         """The range of the pairs' connect-the-dots measures, as :func:`_common_range` gives it."""
-        dirs = [d for p in pairs for d in p.directions if d.support_size]
+        dirs = [d for p in pairs for d in self._directions(p) if d.support_size]
         if not dirs:
             return 0, 1
         lo = min(math.floor(d.losses[0] / self.spacing) for d in dirs)
         return lo, max(math.floor(d.losses[-1] / self.spacing) for d in dirs) + 3 - lo
 
     def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Max over both orders of a strict upper bound on the pair's profile at the lattice indices."""
+        """Max over the orders of a strict upper bound on the pair's profile at the lattice indices."""
         z = np.asarray(indices, dtype=np.float64) * self.spacing
-        return np.max([d.hockey_stick_upper_sorted(z) for d in pair.directions], axis=0)
+        return np.max([d.hockey_stick_upper_sorted(z) for d in self._directions(pair)], axis=0)
 
     def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
         """Lattice measure dominating every pair, from upper bounds on their pointwise maximum ``D``.
@@ -193,7 +193,7 @@ class _Exact:
         total = max(
             (float(d.masses.sum()) + d.infinity_mass + d.truncated_mass) * (1.0 + MASS_RTOL)
             for p in pairs
-            for d in p.directions
+            for d in self._directions(p)
         )
         return _from_profile(target, total, lo, spacing)
 
@@ -258,12 +258,14 @@ def family_term(
     same_data: bool = False,
     options: dict | None = None,
     tolerance: float = _CELL_TOLERANCE,
-) -> Term:
-    """The certified term of ``count`` rounds of a mechanism given by its pair family.
+) -> tuple[Term, ...]:
+    """The certified terms of ``count`` rounds of a mechanism given by its pair family.
 
     ``same_data=False`` (default): per-round envelope, composed ``count`` times (data may change between
-    rounds).  ``same_data=True``: the envelope of the ``count``-fold compositions of the members (valid
-    only if every round sees the same dataset), a term of count 1.
+    rounds); for a family of cells, blocks of up to ``_BLOCK_ROUNDS`` rounds bounded by the adaptive
+    recursion (:func:`_adaptive_terms`) where that is tighter.  ``same_data=True``: the envelope of the
+    ``count``-fold compositions of the members (valid only if every round sees the same dataset), a term
+    of count 1.
     """
     options = options or {}
     # Pairs held by the cover may use half the memory budget (the composition's windows use the rest).
@@ -273,7 +275,7 @@ def family_term(
         pair = family.upper[0]
         up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
         lows = _lower_witnesses(family.lower, spacing)
-        return Term(up, lows, count, (pair,), tuple(family.lower))
+        return (Term(up, lows, count, (pair,), tuple(family.lower)),)
     lattice = _Exact(spacing)
     kept_cells, witnesses, members = _cover(family, lattice, tolerance=tolerance, max_bytes=max_bytes)
     kept = [p for c in kept_cells for p in _uppers(c)]
@@ -289,12 +291,71 @@ def family_term(
         tighter = _convex_minorant_of_min([d for p in block_kept for d in block.directions(p)], per_round, spacing)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
-        return Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count)
+        return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
     if count > 1:  # the exact pairs only serve a single round
-        return Term((up,), lows, count)
+        if family.cells is not None:
+            blocks = _adaptive_terms(kept_cells, up, lows, spacing, count, options)
+            if blocks is not None:
+                return blocks
+        return (Term((up,), lows, count),)
     # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
     # are refined further at the points queried.
-    return Term((up,), lows, count, refiner=QueryRefinement(kept_cells, members, max_bytes))
+    return (Term((up,), lows, count, refiner=QueryRefinement(kept_cells, members, max_bytes)),)
+
+
+def _adaptive_terms(
+    cells: list[Cell], up: LatticeDirection, lows: tuple, spacing: float, count: int, options: dict
+) -> tuple[Term, ...] | None:
+    """``count`` rounds as ``⌊count/b⌋`` certified adaptive blocks of ``b = min(count, _BLOCK_ROUNDS)``
+    rounds and the remaining rounds' envelopes, or None where the recursion would cost too much.
+
+    The recursion (:func:`pldshuffle.adaptive.adaptive_profile`) chooses each round among the envelopes of
+    ``_GROUPS`` runs of neighbouring cells *in one order each* (so it never takes the maximum over both
+    orders of a dataset), on the lattice coarsened by an integer factor to at most ``_ADAPTIVE_POINTS``
+    points.  Its values bound the block's adaptive worst case at those points; so does the per-round
+    envelope composed ``b`` times, at every point, and the block's measure is the convex minorant of the
+    minimum of the two (:func:`_convex_minorant`), never looser than the composed envelope.  Cost:
+    ``b × tilts × (2·_GROUPS + 1)`` FFTs of the window.
+    """
+    rounds = min(count, _BLOCK_ROUNDS)
+    quotient, rest = divmod(count, rounds)
+    composed = CertifiedPLD(spacing, (Term((up,), lows, rounds),), **options).dominating_measures()
+    lo_f, size_f = _common_range(composed)
+    profile = _max_profile(composed, lo_f, size_f, spacing)
+    material = np.flatnonzero(profile > _ADAPTIVE_FLOOR)
+    end = lo_f + int(material[-1]) + 1 if material.size else 0  # the recursion's window ends here (fine index)
+    if end <= 0:
+        return None
+    factor = max(1, -(-2 * end // _ADAPTIVE_POINTS))
+    hi = -(-end // factor)
+    # Beyond the window: the finite losses of the envelope composed b times (Chernoff; M ≥ 1 keeps it
+    # non-decreasing in the rounds, so it bounds every G_j - j·I with I ≥ the envelope's mass at +∞).
+    log_m = rounds * np.maximum(log_mgf(up.factor(1), spacing, CHERNOFF_LAMBDAS), 0.0)
+
+    def top(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.exp(np.min(log_m[None, :] - CHERNOFF_LAMBDAS[None, :] * x[:, None], axis=1)) * (1.0 + 8.0 * _U)
+
+    chunks = np.array_split(np.arange(len(cells)), min(_GROUPS, len(cells)))
+    choices = [
+        _Exact(spacing * factor, order).envelope([p for i in chunk for p in _uppers(cells[i])])
+        for chunk in chunks
+        for order in (0, 1)
+    ]
+    tilts = _choose_tilts([(up, rounds)], spacing)
+    size = adaptive_window_size(choices, -hi, hi)
+    if rounds * len(tilts) * (len(choices) + 1) * size > _ADAPTIVE_WORK:
+        return None
+    values = adaptive_profile(
+        choices, rounds, spacing * factor, -hi, hi, top, tilts, options.get("fft_backend", "auto"), infinity=up.infinity
+    )
+    # The recursion's points replace the composed envelope's value where they are lower.
+    position = (np.arange(-hi, hi + 1) * factor) - lo_f
+    inside = (position >= 0) & (position <= size_f)
+    profile[position[inside]] = np.minimum(profile[position[inside]], values[inside])
+    total = max(d.finite_mass + d.infinity for d in composed)
+    block = _convex_minorant(profile, total, lo_f, spacing)
+    terms = (Term((block,), lows, quotient, lower_count=quotient * rounds),)
+    return terms + ((Term((up,), lows, rest),) if rest else ())
 
 
 def _convex_minorant_of_min(
@@ -307,24 +368,24 @@ def _convex_minorant_of_min(
     this one: on each lattice interval ``D`` is below its chord, hence below the interpolation of
     ``min(h_1, h_2)`` at the lattice points, and ``D`` is convex.  Left of every support each profile is
     linear in ``α`` from its total mass at ``α = 0``, so ``D`` is below the chord from ``(0, min totals)``,
-    which enters the hull as a point.  O(range/Δ) per direction (monotone-chain hull).
+    which enters the hull as a point.  O(range/Δ) per direction.
     """
     lo, size = _common_range(first + second)
     low = np.minimum(_max_profile(first, lo, size, spacing), _max_profile(second, lo, size, spacing))
     total = min(max(d.finite_mass + d.infinity for d in first), max(d.finite_mass + d.infinity for d in second))
-    alpha = np.concatenate([[0.0], np.exp((lo + np.arange(size + 1)) * spacing)])
-    value = np.concatenate([[total], low])
-    hull = [0]
-    for j in range(1, alpha.size):  # lower hull: keep turning counter-clockwise
-        while len(hull) >= 2:
-            i, k = hull[-2], hull[-1]
-            if (value[k] - value[i]) * (alpha[j] - alpha[i]) >= (value[j] - value[i]) * (alpha[k] - alpha[i]):
-                hull.pop()
-            else:
-                break
-        hull.append(j)
+    return _convex_minorant(low, total, lo, spacing)
+
+
+def _convex_minorant(values: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:
+    """The lattice measure of the greatest convex minorant (in ``α``) of the points ``(0, total)`` and
+    ``(e^{z_j}, values_j)``, ``j = lo .. lo + size``: it dominates every convex profile below those points
+    (see :func:`_convex_minorant_of_min`).  O(range/Δ) (monotone-chain lower hull).
+    """
+    alpha = np.concatenate([[0.0], np.exp((lo + np.arange(values.size)) * spacing)])
+    value = np.concatenate([[total], values])
+    hull = lower_hull(alpha, value)
     target = np.interp(alpha[1:], alpha[hull], value[hull])
-    # The hull is at most ``low``; rounding may put it a hair above, which only loosens (and is safe).
+    # The hull is at most ``values``; rounding may put it a hair above, which only loosens (and is safe).
     return _from_profile(target * (1.0 + 16.0 * _U), total, lo, spacing)
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "compose_infinity",
     "direct_realization",
     "lower_direction",
+    "profile_at",
     "shift_certificate",
     "upper_direction",
 ]
@@ -112,6 +113,24 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
         value = math.exp(log_finite) * math.expm1(log_growth)
     slack = 16.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts))
     return min(1.0, value * (1.0 + slack)) if upper else max(0.0, value * (1.0 - slack))
+
+
+def profile_at(direction: LatticeDirection, indices: NDArray[np.int64], spacing: float) -> NDArray[np.float64]:
+    """The direction's profile ``h(z_j)`` (infinity mass included) at the lattice indices ``j``.
+
+    O(support) for the recursion over the direction's own support, then O(1) per index: above the support
+    only the infinity mass is left; below it ``h(z_j) = e^{-kΔ} H_0 + (1 - e^{-kΔ}) A`` (``k`` steps below
+    the first mass, ``H_0`` the profile there, ``A`` the finite mass), the same positive recursion in
+    closed form.
+    """
+    profile, suffix = hockey_stick_profile(direction.masses, spacing)
+    rel = np.asarray(indices, dtype=np.int64) - direction.start
+    out = profile[np.clip(rel, 0, direction.masses.size)]  # the trailing 0 covers every index above
+    below = rel < 0
+    if np.any(below):
+        decay = np.exp(rel[below] * spacing)
+        out[below] = decay * profile[0] + (-np.expm1(rel[below] * spacing)) * suffix[0]
+    return out + direction.infinity
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from . import compiled as _compiled
 from . import jit as _jit
 
-__all__ = ["connect_the_dots", "hockey_stick_profile", "profile_at_points", "rounding_mgf"]
+__all__ = ["connect_the_dots", "hockey_stick_profile", "lower_hull", "max_shifted_sum", "profile_at_points", "rounding_mgf"]
 
 
 @_jit()
@@ -35,6 +35,42 @@ def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[N
     """
     _compiled()
     return _profile(np.ascontiguousarray(masses, dtype=np.float64), float(np.exp(-spacing)))
+
+
+@_jit()
+def _max_shifted_sum(worst: np.ndarray, values: np.ndarray, offset: int, add: np.ndarray, scalar: float) -> None:  # pragma: no cover - jitted
+    for j in range(worst.size):
+        v = values[offset + j] + add[j] + scalar
+        if v > worst[j]:
+            worst[j] = v
+
+
+def max_shifted_sum(worst: NDArray[np.float64], values: NDArray[np.float64], offset: int, add: NDArray[np.float64], scalar: float) -> None:
+    """``worst[j] = max(worst[j], values[offset + j] + add[j] + scalar)`` in place, in one pass (O(m))."""
+    _compiled()
+    _max_shifted_sum(worst, values, int(offset), add, float(scalar))
+
+
+@_jit()
+def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+    hull = np.empty(x.size, dtype=np.int64)
+    top = 0
+    for j in range(x.size):
+        while top >= 2:
+            i, k = hull[top - 2], hull[top - 1]
+            if (y[k] - y[i]) * (x[j] - x[i]) >= (y[j] - y[i]) * (x[k] - x[i]):
+                top -= 1
+            else:
+                break
+        hull[top] = j
+        top += 1
+    return hull[:top]
+
+
+def lower_hull(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Indices of the lower convex hull of the points ``(x_j, y_j)``, ``x`` increasing (monotone chain, O(m))."""
+    _compiled()
+    return _lower_hull(np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64))
 
 
 @_jit()
