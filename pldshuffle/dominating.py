@@ -278,7 +278,7 @@ def family_term(
         lows = _lower_witnesses(family.lower, spacing)
         return (Term(up, lows, count, (pair,), tuple(family.lower)),)
     lattice = _Exact(spacing)
-    adaptive = family.cells is not None and not same_data and count > 1
+    adaptive = family.cells is not None and count > 1
     # With the orders kept apart (_adaptive_terms) the cells' excess over their datasets is the main slack
     # left, composed every round: halve it where the ledger is held to the 1e-3 target (≤ SHORT_LEDGER
     # rounds; n = 1e4, ε0 = 2, 64 rounds: gap 2.5/0.95 ‰ → 1.9/0.69 ‰ at δ = 1e-2/1e-6, 6 → 7.5 s).
@@ -291,9 +291,11 @@ def family_term(
         block = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
         block_cells, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
         block_kept = [p for c in block_cells for p in _uppers(c)]
-        # The per-round envelope composed count times dominates the block too (for any data): keep the
-        # better of the two at every x, so the same-data bound is never looser than the default one.
-        per_round = CertifiedPLD(spacing, (Term((up,), lows, count),), **options).dominating_measures()
+        # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
+        # the block too (it holds for any data): keep the better of the two at every x, so the same-data
+        # bound is never looser than the default one.
+        changing = _adaptive_terms(kept_cells, up, lows, spacing, count, options) if adaptive else None
+        per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
         tighter = _convex_minorant_of_min([d for p in block_kept for d in block.directions(p)], per_round, spacing)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
