@@ -5,7 +5,9 @@ on ONE lattice chosen for the whole ledger, built at the first query and cached 
 ``compose``; every query reads that object, so answers agree with each other
 (``get_delta(get_epsilon(δ)) ≤ δ``).  A mechanism whose guarantee is a worst case over datasets enters
 as one dominating pair (:mod:`pldshuffle.dominating`): by default composed per round ("the data may
-change between rounds", the usual composition theorem); with ``same_data=True`` the block of rounds is
+change between rounds", the usual composition theorem; for a family of cells such as shuffled binary
+randomized response, blocks of up to 64 rounds are bounded by the adaptive recursion of
+:mod:`pldshuffle.adaptive`); with ``same_data=True`` the block of rounds is
 bounded as a whole, which is tighter but valid only when every round sees the same dataset.
 """
 
