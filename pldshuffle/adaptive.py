@@ -20,8 +20,8 @@ bulk of the composition -- is correlated with each option by FFT in a frame tilt
 the a-priori round-off bound of Higham (*Accuracy and Stability*, Thm 24.2) propagated in 2-norm and
 mapped back by ``e^{-θx}``, so the error is relative near the saddle point of each tilt.  Outside the
 window ``[z_lo, z_hi]``: left of it ``R(x) ≤ R(z_lo)e^{x-z_lo}`` (the chord of the convex ``G`` to its
-value ``≤ 1`` at ``α = 0``), right of it ``G ≤`` a caller's bound ``top(x)`` (``G_j ≤ G_b``: a round more
-can only raise δ).  Each round takes, at every point, the minimum over tilts of the maximum over options,
+value ``≤ 1`` at ``α = 0``), right of it a caller's bound ``top(x)`` (e.g. a Chernoff bound of the per-round envelope
+composed ``b`` times, which dominates every ``G_j``, ``j ≤ b``).  Each round takes, at every point, the minimum over tilts of the maximum over options,
 then the running minimum (``G`` is non-increasing).
 """
 
@@ -81,10 +81,13 @@ def adaptive_profile(
         Bounds on ``G_j(x) - j·I`` at points ``x > z_hi`` for every ``j <= rounds`` (``I`` below), e.g. a
         Chernoff bound on the finite losses; they should decay faster than ``e^{-θx}`` for the largest
         tilt, or that tilt's error grows.
+    tilts : sequence of float
+        Tilts ``θ >= 0`` of the FFT frames (0 is always used; a tilt whose factors would exceed
+        ``e^600`` on the window is skipped).
+    fft_backend : str
+        As :func:`pldshuffle.fft.get_backend`.
     infinity : float
         ``I``, at least every option's mass at ``+∞`` (raised to theirs if lower).
-    tilts : sequence of float
-        Tilts ``θ >= 0`` of the FFT frames (0 is always used).
 
     The masses at ``+∞`` are carried as a constant: ``G_j ≤ F_j + j·I`` with ``F_j`` the recursion over the
     finite parts (``E_o[G(x-L)] ≤ E_o[F(x-L); L < ∞] + (j-1)·I + I``), since a constant in the tilted frame
@@ -151,8 +154,10 @@ def adaptive_profile(
                 # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                 # within ``err`` of the exact correlation.
                 max_shifted_sum(worst, out, left - shift, own_o, err)
-            np.minimum(best, worst * np.exp(-theta * x) * (1.0 + 8.0 * _U), out=best)
+            # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).
+            np.minimum(best, worst * np.exp(-theta * x) * (1.0 + 16.0 * _U), out=best)
         upper = np.minimum.accumulate(np.minimum(best, 1.0))
-    result: NDArray[np.float64] = np.minimum(upper + rounds * infinity * (1.0 + 4.0 * _U), 1.0)
+    # (j-1)·I is carried through an option's finite mass, at most 1 + MASS_RTOL: the 1e-6 covers it.
+    result: NDArray[np.float64] = np.minimum(upper + rounds * infinity * (1.0 + 1e-6), 1.0)
     return result
 
