@@ -35,10 +35,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._kernels import max_shifted_sum
-from .fft import fast_size, get_backend
+from .fft import FFTBackend, fast_size, get_backend
 from .lattice import LatticeDirection, profile_at
 
-__all__ = ["adaptive_profile", "adaptive_window_size"]
+__all__ = ["adaptive_lower_profile", "adaptive_profile", "adaptive_window_size"]
 
 _U = np.finfo(np.float64).eps / 2.0
 _ETA = 8.0 * _U
@@ -113,19 +113,12 @@ def adaptive_profile(
     # Each option's own finite profile E_o[(1 - e^{x-L})_+; L < ∞], with the recursion's relative slack.
     own = [profile_at(replace(o, infinity=0.0), lo + np.arange(hi - lo + 1), spacing) * (1.0 + 16.0 * _U * (o.masses.size + 8)) for o in options]
     infinity = max(infinity, *(o.infinity for o in options))
-    log2 = math.log2(size)
     reach = max(abs(x_ext[0]), abs(x_ext[-1]), max(max(abs(o.start), abs(o.start + o.masses.size)) for o in options) * spacing)
     frames = []
     for theta in sorted({0.0, *map(float, tilts)}):
         if theta * reach > _MAX_EXPONENT:
             continue
-        kernels = []
-        for o in options:
-            k = o.masses * np.exp(theta * (o.start + np.arange(o.masses.size)) * spacing) * (1.0 + 4.0 * _U)
-            buffer = np.zeros(size)
-            buffer[: k.size] = k
-            norm2 = math.sqrt(float(np.dot(k, k)))
-            kernels.append((backend.rfft(buffer), float(k.sum()), log2 * _ETA * math.sqrt(size) * norm2 * 1.01, o.start))
+        kernels = _kernels(options, theta, size, spacing, backend, upper=True)
         # Own profiles in the tilted frame: the maximum over options is taken there, then untilted once.
         tilt = np.exp(theta * x)
         frames.append((theta, kernels, [o * tilt for o in own]))
@@ -141,16 +134,10 @@ def adaptive_profile(
         for theta, kernels, own_tilted in frames:
             w = ext * np.exp(theta * x_ext) * (1.0 + 4.0 * _U) if theta else ext
             spectrum = backend.rfft(w)
-            w1, w2 = float(w.sum()), math.sqrt(float(np.dot(w, w)))
-            w_err = log2 * _ETA * math.sqrt(size) * w2 * 1.01  # 2-norm bound on the spectrum's error
             worst = np.zeros(x.size)
             for (k_spec, k1, k_err, shift), own_o in zip(kernels, own_tilted):
                 out = backend.irfft(spectrum * k_spec, size)
-                # Spectrum product: |Ŵ| ≤ ‖w‖₁, |k̂| ≤ ‖k‖₁ (+ their errors); the product rounds by ≤ 2u.
-                prod = w1 * k_err + (k1 + k_err) * w_err + 3.0 * _U * (k1 + k_err) * (math.sqrt(size) * w2 + w_err)
-                spectral = math.sqrt(2.0) * prod / math.sqrt(size)
-                # ‖exact output‖₂ = ‖Ŵ k̂‖₂/√m ≤ ‖k‖₁ ‖w‖₂ (Parseval), so the computed one is within ``spectral``.
-                err = 1.01 * (spectral + log2 * _ETA * (k1 * w2 + 2.0 * spectral))
+                err = _correlation_error(w, k1, k_err, size)
                 # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                 # within ``err`` of the exact correlation.
                 max_shifted_sum(worst, out, left - shift, own_o, err)
@@ -161,3 +148,97 @@ def adaptive_profile(
     result: NDArray[np.float64] = np.minimum(upper + rounds * infinity * (1.0 + 1e-6), 1.0)
     return result
 
+
+def adaptive_lower_profile(
+    options: Sequence[LatticeDirection],
+    rounds: int,
+    spacing: float,
+    lo: int,
+    hi: int,
+    tilts: Sequence[float],
+    fft_backend: str = "auto",
+) -> NDArray[np.float64]:
+    """Lower bounds, at ``j = lo .. hi``, on the value ``V_rounds(z_j)`` of one *realisable* adaptive
+    strategy when every loss is exactly on the lattice (the options are realisable pairs rounded down).
+
+    ``V_0 = (1-e^x)_+`` and ``V_j(x) = E_{o*}[V_{j-1}(x-L)]`` where the strategy picks, at each remaining
+    budget ``x``, the option ``o*`` whose certified lower bound is largest (the computed values are lower
+    bounds on what that choice achieves, by induction).  Masses at ``+∞`` are left out (they only add).
+    Outside the window ``V_j ≥ 0`` on the right and ``V_j(x) ≥ T^j - e^x`` on the left, ``T`` the smallest
+    finite mass of an option (``V ≥ E[1 - e^{x-L}] ≥ P-mass - e^x``).  The FFT part is bounded as in
+    :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  Cost as
+    :func:`adaptive_profile`.
+    """
+    if not lo < 0 <= hi:
+        raise ValueError(f"the window must contain 0 and negative points; got lo={lo}, hi={hi}")
+    x = (lo + np.arange(hi - lo + 1, dtype=np.float64)) * spacing
+    exact_base = np.where(x < 0.0, -np.expm1(np.minimum(x, 0.0)), 0.0)
+    base = exact_base * (1.0 + 4.0 * _U)  # an upper bound on (1 - e^x)_+
+    value = exact_base * (1.0 - 4.0 * _U)  # V_0, rounded down
+    reach_lo = max(o.start + o.masses.size - 1 for o in options)
+    reach_hi = min(o.start for o in options)
+    first, last = lo - reach_lo, hi - reach_hi
+    size = fast_size(last - first + 1)
+    backend = get_backend(fft_backend, size)
+    x_ext = (first + np.arange(size, dtype=np.float64)) * spacing
+    left = lo - first
+    own = [profile_at(replace(o, infinity=0.0), lo + np.arange(hi - lo + 1), spacing) * (1.0 - 16.0 * _U * (o.masses.size + 8)) for o in options]
+    smallest = min(float(o.masses.sum()) for o in options) * (1.0 - _U * (max(o.masses.size for o in options) + 4))
+    reach = max(abs(x_ext[0]), abs(x_ext[-1]), max(max(abs(o.start), abs(o.start + o.masses.size)) for o in options) * spacing)
+    frames = [
+        (theta, _kernels(options, theta, size, spacing, backend, upper=False))
+        for theta in sorted({0.0, *map(float, tilts)})
+        if theta * reach <= _MAX_EXPONENT
+    ]
+    for j in range(1, rounds + 1):
+        rest = (value - base) - 2.0 * _U * np.abs(value)  # ≤ V - (1 - e^x)_+
+        ext = np.zeros(size)
+        ext[left : left + rest.size] = rest
+        ext[:left] = smallest ** (j - 1) * (1.0 - 4.0 * _U * j) - 1.0  # V_{j-1} - (1 - e^x) ≥ T^{j-1} - 1 there
+        best = np.full(x.size, -np.inf)
+        for theta, kernels in frames:
+            tilt = np.exp(theta * x_ext)
+            w = ext * np.where(ext >= 0.0, tilt * (1.0 - 4.0 * _U), tilt * (1.0 + 4.0 * _U)) if theta else ext
+            spectrum = backend.rfft(w)
+            untilt = np.exp(-theta * x)
+            for (k_spec, k1, k_err, shift), own_o in zip(kernels, own):
+                out = backend.irfft(spectrum * k_spec, size)[left - shift : left - shift + x.size]
+                low = out - _correlation_error(w, k1, k_err, size)
+                low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
+                candidate = own_o + low
+                np.maximum(best, candidate - 4.0 * _U * np.abs(candidate), out=best)
+        floor = smallest**j * (1.0 - 4.0 * _U * (j + 1)) - np.exp(x) * (1.0 + 4.0 * _U)
+        value = np.maximum(np.maximum(best, floor), 0.0)
+    result: NDArray[np.float64] = value
+    return result
+
+
+def _kernels(options: Sequence[LatticeDirection], theta: float, size: int, spacing: float, backend: FFTBackend, *, upper: bool) -> list:
+    """Per option: (half spectrum of its tilted masses ``a_i e^{θz_i}`` padded to ``size``, their 1-norm, a
+    2-norm bound on the spectrum's round-off, its start index); the tilted masses are rounded up for an
+    upper recursion and down for a lower one (the correlated function is ≥ 0 resp. of either sign: see
+    :func:`_correlation_error`)."""
+    out = []
+    for o in options:
+        k = o.masses * np.exp(theta * (o.start + np.arange(o.masses.size)) * spacing) * (1.0 + (4.0 if upper else -4.0) * _U)
+        buffer = np.zeros(size)
+        buffer[: k.size] = k
+        norm2 = math.sqrt(float(np.dot(k, k)))
+        out.append((backend.rfft(buffer), float(k.sum()), math.log2(size) * _ETA * math.sqrt(size) * norm2 * 1.01, o.start))
+    return out
+
+
+def _correlation_error(w: NDArray[np.float64], k1: float, k_err: float, size: int) -> float:
+    """Pointwise bound on |computed − exact| of the circular correlation of ``w`` (any sign) with a kernel
+    of 1-norm ``k1`` whose spectrum's round-off has 2-norm ≤ ``k_err``, by forward FFTs, product, inverse.
+
+    Higham (*Accuracy and Stability*, Thm 24.2) in 2-norm: ``|Ŵ| ≤ ‖w‖₁``, ``|k̂| ≤ ‖k‖₁`` (plus their
+    errors), the complex product rounds by ≤ 3u, and ‖exact output‖₂ ≤ ‖k‖₁‖w‖₂ (Parseval); the 2-norm of
+    the error vector bounds every entry.
+    """
+    log2 = math.log2(size)
+    w1, w2 = float(np.abs(w).sum()), math.sqrt(float(np.dot(w, w)))
+    w_err = log2 * _ETA * math.sqrt(size) * w2 * 1.01
+    prod = w1 * k_err + (k1 + k_err) * w_err + 3.0 * _U * (k1 + k_err) * (math.sqrt(size) * w2 + w_err)
+    spectral = math.sqrt(2.0) * prod / math.sqrt(size)  # the full spectrum has twice the half's energy
+    return float(1.01 * (spectral + log2 * _ETA * (k1 * w2 + 2.0 * spectral)))

@@ -303,6 +303,10 @@ class CertifiedPLD:
                     wit = t.lower[min(w, len(t.lower) - 1)]
                     combo.append((wit[min(d, len(wit) - 1)], t.lower_count))
                 combos.append(combo)
+        if len(self.terms) == 1 and self.terms[0].count == 1 and self.terms[0].adaptive_lower is not None:
+            # One block, the whole ledger: its adaptive lower profile is attained at each ε by a strategy of
+            # its own (a maximum over strategies, not one pair), so it is read directly and never composed.
+            combos.append([(self.terms[0].adaptive_lower, 1)])
         return combos
 
     def _tilts(self) -> list[float]:

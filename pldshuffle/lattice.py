@@ -78,6 +78,10 @@ class Term:
     #: For a single round of a family's cover: its exact pairs, refined at queried points (in place of
     #: ``exact_upper``/``exact_lower``); see :class:`pldshuffle.dominating.QueryRefinement`.
     refiner: Any = None
+    #: A lower measure of one block of rounds: at each ε its profile is attained by some realisable adaptive
+    #: strategy (``pldshuffle.dominating._adaptive_lower``).  A maximum over strategies, not one pair, so it
+    #: is only read when the block is the whole ledger (never composed).
+    adaptive_lower: LatticeDirection | None = None
 
     def __post_init__(self) -> None:
         if self.count < 1 or not self.upper or not self.lower:

@@ -678,3 +678,46 @@ def delta_adaptive(members, rounds: int, eps: float) -> float:
         return max(math.fsum(p * value(j - 1, x - loss) for p, loss in opt) for opt in options)
 
     return value(rounds, eps)
+
+
+def delta_ledger_adaptive(entries, eps: float) -> float:
+    """Exact worst-case δ(ε) of a ledger (entries as in :func:`delta_ledger`) when every choice is made after
+    seeing the earlier outputs, rounds in the ledger's order: a ``"changing"`` round picks any member in
+    either order, a ``"same"`` block picks one member and order for all its rounds when it starts, a
+    ``"pair"`` round is its pair in the ledger's common order (both global orders are tried).
+
+    Recursion over the remaining rounds as in :func:`delta_adaptive` (memoised on the budget left); at
+    least :func:`delta_ledger` (whose choices are all fixed in advance).  Cost (options × outcomes)^steps.
+    """
+    def steps(flip: bool) -> list:
+        out = []
+        for kind, members, count in entries:
+            if kind == "pair":
+                pld = merge_by_ratio(swap(members[0]) if flip else members[0])
+                out += [[pld]] * count
+            elif kind == "changing":
+                out += [_options(members)] * count
+            elif kind == "same":
+                out.append([composed_pld([opt] * count) for opt in _options(members)])
+            else:
+                raise ValueError(kind)
+        return [[[(float(p), math.log(r)) for r, (p, q) in pld.items() if p > 0] for pld in opts] for opts in out]
+
+    best = 0.0
+    for flip in (False, True):
+        plan = steps(flip)
+        memo: dict = {}
+
+        def value(j: int, x: float) -> float:
+            if x == -math.inf:
+                return 1.0
+            if j == len(plan):
+                return max(-math.expm1(x), 0.0)
+            key = (j, x)
+            if key not in memo:
+                memo[key] = max(math.fsum(p * value(j + 1, x - loss) for p, loss in opt) for opt in plan[j])
+            return memo[key]
+
+        best = max(best, value(0, float(eps)))
+    return best
+
