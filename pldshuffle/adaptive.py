@@ -48,9 +48,36 @@ _MAX_EXPONENT = 600.0
 
 def adaptive_window_size(options: Sequence[LatticeDirection], lo: int, hi: int) -> int:
     """FFT length of the recursion on lattice indices ``lo .. hi`` (the window plus the options' reach)."""
-    reach_lo = max(o.start + o.masses.size - 1 for o in options)
-    reach_hi = min(o.start for o in options)
-    return fast_size((hi - reach_hi) - (lo - reach_lo) + 1)
+    first, last = _reads(options, lo, hi)
+    return fast_size(last - first + 1)
+
+
+def _reads(options: Sequence[LatticeDirection], lo: int, hi: int) -> tuple[int, int]:
+    """First and last lattice index the correlations for ``lo .. hi`` read (``j - s`` over every support)."""
+    return lo - max(o.start + o.masses.size - 1 for o in options), hi - min(o.start for o in options)
+
+
+class _Window:
+    """The recursion's points ``z_lo .. z_hi``, its FFT buffer (``first ..``, of fast length ``size``) with the
+    extensions ``left`` points below and ``right`` above, and the tilts it can afford."""
+
+    def __init__(self, options: Sequence[LatticeDirection], spacing: float, lo: int, hi: int, fft_backend: str) -> None:
+        if not lo < 0 <= hi:
+            raise ValueError(f"the window must contain 0 and negative points; got lo={lo}, hi={hi}")
+        first, last = _reads(options, lo, hi)
+        self.size = fast_size(last - first + 1)
+        self.backend = get_backend(fft_backend, self.size)
+        self.x = (lo + np.arange(hi - lo + 1, dtype=np.float64)) * spacing
+        self.x_ext = (first + np.arange(self.size, dtype=np.float64)) * spacing  # past ``last``: padding (zeros)
+        self.left, self.right = lo - first, last - hi
+        self.exact_base = np.where(self.x < 0.0, -np.expm1(np.minimum(self.x, 0.0)), 0.0)  # (1 - e^x)_+
+        self._reach = max(
+            abs(self.x_ext[0]), abs(self.x_ext[-1]), max(max(abs(o.start), abs(o.start + o.masses.size)) for o in options) * spacing
+        )
+
+    def thetas(self, tilts: Sequence[float]) -> list[float]:
+        """θ = 0 and the tilts whose factors stay below ``e^600`` on the buffer."""
+        return [theta for theta in sorted({0.0, *map(float, tilts)}) if theta * self._reach <= _MAX_EXPONENT]
 
 
 def adaptive_profile(
@@ -96,28 +123,14 @@ def adaptive_profile(
     Cost: ``rounds × tilts × (options + 1)`` real FFTs of length :func:`adaptive_window_size`, plus the
     options' spectra (kept: ``tilts × options`` half-spectra).
     """
-    if not lo < 0 <= hi:
-        raise ValueError(f"the window must contain 0 and negative points; got lo={lo}, hi={hi}")
-    x = (lo + np.arange(hi - lo + 1, dtype=np.float64)) * spacing
-    negative = x < 0.0
-    exact_base = np.where(negative, -np.expm1(np.minimum(x, 0.0)), 0.0)
-    base = exact_base * (1.0 - 4.0 * _U)  # a lower bound on (1 - e^x)_+
-    upper = exact_base * (1.0 + 4.0 * _U)  # G_0, rounded up
-    reach_lo = max(o.start + o.masses.size - 1 for o in options)
-    reach_hi = min(o.start for o in options)
-    first, last = lo - reach_lo, hi - reach_hi  # lattice indices the correlation reads
-    size = fast_size(last - first + 1)
-    backend = get_backend(fft_backend, size)
-    x_ext = (first + np.arange(size, dtype=np.float64)) * spacing  # positions past ``last`` are padding (zeros)
-    left, right = lo - first, last - hi  # extension lengths
-    # Each option's own finite profile E_o[(1 - e^{x-L})_+; L < ∞], with the recursion's relative slack.
-    own = [profile_at(replace(o, infinity=0.0), lo + np.arange(hi - lo + 1), spacing) * (1.0 + 16.0 * _U * (o.masses.size + 8)) for o in options]
+    win = _Window(options, spacing, lo, hi, fft_backend)
+    x, x_ext, size, backend, left, right = win.x, win.x_ext, win.size, win.backend, win.left, win.right
+    base = win.exact_base * (1.0 - 4.0 * _U)  # a lower bound on (1 - e^x)_+
+    upper = win.exact_base * (1.0 + 4.0 * _U)  # G_0, rounded up
+    own = _own_profiles(options, lo, hi, spacing, 1.0)
     infinity = max(infinity, *(o.infinity for o in options))
-    reach = max(abs(x_ext[0]), abs(x_ext[-1]), max(max(abs(o.start), abs(o.start + o.masses.size)) for o in options) * spacing)
     frames = []
-    for theta in sorted({0.0, *map(float, tilts)}):
-        if theta * reach > _MAX_EXPONENT:
-            continue
+    for theta in win.thetas(tilts):
         kernels = _kernels(options, theta, size, spacing, backend, upper=True)
         # Own profiles in the tilted frame: the maximum over options is taken there, then untilted once.
         tilt = np.exp(theta * x)
@@ -133,11 +146,11 @@ def adaptive_profile(
         best = np.full(x.size, np.inf)
         for theta, kernels, own_tilted in frames:
             w = ext * np.exp(theta * x_ext) * (1.0 + 4.0 * _U) if theta else ext
-            spectrum = backend.rfft(w)
+            spectrum, norms = backend.rfft(w), _norms(w)
             worst = np.zeros(x.size)
             for (k_spec, k1, k_err, shift), own_o in zip(kernels, own_tilted):
                 out = backend.irfft(spectrum * k_spec, size)
-                err = _correlation_error(w, k1, k_err, size)
+                err = _correlation_error(norms, k1, k_err, size)
                 # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                 # within ``err`` of the exact correlation.
                 max_shifted_sum(worst, out, left - shift, own_o, err)
@@ -169,27 +182,13 @@ def adaptive_lower_profile(
     :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  Cost as
     :func:`adaptive_profile`.
     """
-    if not lo < 0 <= hi:
-        raise ValueError(f"the window must contain 0 and negative points; got lo={lo}, hi={hi}")
-    x = (lo + np.arange(hi - lo + 1, dtype=np.float64)) * spacing
-    exact_base = np.where(x < 0.0, -np.expm1(np.minimum(x, 0.0)), 0.0)
-    base = exact_base * (1.0 + 4.0 * _U)  # an upper bound on (1 - e^x)_+
-    value = exact_base * (1.0 - 4.0 * _U)  # V_0, rounded down
-    reach_lo = max(o.start + o.masses.size - 1 for o in options)
-    reach_hi = min(o.start for o in options)
-    first, last = lo - reach_lo, hi - reach_hi
-    size = fast_size(last - first + 1)
-    backend = get_backend(fft_backend, size)
-    x_ext = (first + np.arange(size, dtype=np.float64)) * spacing
-    left = lo - first
-    own = [profile_at(replace(o, infinity=0.0), lo + np.arange(hi - lo + 1), spacing) * (1.0 - 16.0 * _U * (o.masses.size + 8)) for o in options]
+    win = _Window(options, spacing, lo, hi, fft_backend)
+    x, x_ext, size, backend, left = win.x, win.x_ext, win.size, win.backend, win.left
+    base = win.exact_base * (1.0 + 4.0 * _U)  # an upper bound on (1 - e^x)_+
+    value = win.exact_base * (1.0 - 4.0 * _U)  # V_0, rounded down
+    own = _own_profiles(options, lo, hi, spacing, -1.0)
     smallest = min(float(o.masses.sum()) for o in options) * (1.0 - _U * (max(o.masses.size for o in options) + 4))
-    reach = max(abs(x_ext[0]), abs(x_ext[-1]), max(max(abs(o.start), abs(o.start + o.masses.size)) for o in options) * spacing)
-    frames = [
-        (theta, _kernels(options, theta, size, spacing, backend, upper=False))
-        for theta in sorted({0.0, *map(float, tilts)})
-        if theta * reach <= _MAX_EXPONENT
-    ]
+    frames = [(theta, _kernels(options, theta, size, spacing, backend, upper=False)) for theta in win.thetas(tilts)]
     for j in range(1, rounds + 1):
         rest = (value - base) - 2.0 * _U * np.abs(value)  # ≤ V - (1 - e^x)_+
         ext = np.zeros(size)
@@ -199,11 +198,11 @@ def adaptive_lower_profile(
         for theta, kernels in frames:
             tilt = np.exp(theta * x_ext)
             w = ext * np.where(ext >= 0.0, tilt * (1.0 - 4.0 * _U), tilt * (1.0 + 4.0 * _U)) if theta else ext
-            spectrum = backend.rfft(w)
+            spectrum, norms = backend.rfft(w), _norms(w)
             untilt = np.exp(-theta * x)
             for (k_spec, k1, k_err, shift), own_o in zip(kernels, own):
                 out = backend.irfft(spectrum * k_spec, size)[left - shift : left - shift + x.size]
-                low = out - _correlation_error(w, k1, k_err, size)
+                low = out - _correlation_error(norms, k1, k_err, size)
                 low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
                 candidate = own_o + low
                 np.maximum(best, candidate - 4.0 * _U * np.abs(candidate), out=best)
@@ -228,16 +227,29 @@ def _kernels(options: Sequence[LatticeDirection], theta: float, size: int, spaci
     return out
 
 
-def _correlation_error(w: NDArray[np.float64], k1: float, k_err: float, size: int) -> float:
-    """Pointwise bound on |computed − exact| of the circular correlation of ``w`` (any sign) with a kernel
-    of 1-norm ``k1`` whose spectrum's round-off has 2-norm ≤ ``k_err``, by forward FFTs, product, inverse.
+def _own_profiles(options: Sequence[LatticeDirection], lo: int, hi: int, spacing: float, direction: float) -> list:
+    """Each option's finite profile ``E_o[(1 - e^{x-L})_+; L < ∞]`` at ``z_lo .. z_hi``, moved up
+    (``direction = 1``) or down (``-1``) by the profile recursion's relative rounding."""
+    indices = lo + np.arange(hi - lo + 1)
+    return [profile_at(replace(o, infinity=0.0), indices, spacing) * (1.0 + direction * 16.0 * _U * (o.masses.size + 8)) for o in options]
+
+
+def _norms(w: NDArray[np.float64]) -> tuple[float, float]:
+    """``(‖w‖₁, ‖w‖₂)`` of a correlated buffer, once per frame and round (every option's error uses them)."""
+    return float(np.abs(w).sum()), math.sqrt(float(np.dot(w, w)))
+
+
+def _correlation_error(norms: tuple[float, float], k1: float, k_err: float, size: int) -> float:
+    """Pointwise bound on |computed − exact| of the circular correlation of a buffer ``w`` (any sign; its
+    ``norms`` from :func:`_norms`) with a kernel of 1-norm ``k1`` whose spectrum's round-off has 2-norm
+    ≤ ``k_err``, by forward FFTs, product, inverse.
 
     Higham (*Accuracy and Stability*, Thm 24.2) in 2-norm: ``|Ŵ| ≤ ‖w‖₁``, ``|k̂| ≤ ‖k‖₁`` (plus their
     errors), the complex product rounds by ≤ 3u, and ‖exact output‖₂ ≤ ‖k‖₁‖w‖₂ (Parseval); the 2-norm of
     the error vector bounds every entry.
     """
     log2 = math.log2(size)
-    w1, w2 = float(np.abs(w).sum()), math.sqrt(float(np.dot(w, w)))
+    w1, w2 = norms
     w_err = log2 * _ETA * math.sqrt(size) * w2 * 1.01
     prod = w1 * k_err + (k1 + k_err) * w_err + 3.0 * _U * (k1 + k_err) * (math.sqrt(size) * w2 + w_err)
     spectral = math.sqrt(2.0) * prod / math.sqrt(size)  # the full spectrum has twice the half's energy

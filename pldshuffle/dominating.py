@@ -33,11 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._kernels import hockey_stick_profile, lower_hull
-from .grid import ROUNDING_SCALES
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size
 from .certified import CertifiedPLD, _choose_tilts
 from .composition import CHERNOFF_LAMBDAS, log_mgf
-from .lattice import LatticeDirection, Term, lower_direction, profile_at, upper_direction
+from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
 from .mechanisms.base import Cell, PairFamily
 from .pld import MASS_RTOL, PrivacyLossPair
 from .spacing import SHORT_LEDGER
@@ -236,11 +235,7 @@ def _from_profile(target: NDArray[np.float64], total: float, lo: int, spacing: f
     size = target.size - 1
     infinity = float(target[-1])
     finite = np.maximum(target - infinity, 0.0)
-    decay = math.exp(-spacing)
-    above = np.empty(size + 1)
-    above[size] = 0.0
-    above[1:size] = (finite[:-2] - decay * finite[1:-1]) / -math.expm1(-spacing)
-    above[0] = max(total - infinity, 0.0)
+    above = _mass_at_or_above(finite, max(total - infinity, 0.0), spacing)
     # Mass at or above z_j must not increase with j; raising it only raises the profile.
     above = np.maximum.accumulate(np.maximum(above, 0.0)[::-1])[::-1]
     masses = -np.diff(above)
@@ -250,6 +245,18 @@ def _from_profile(target: NDArray[np.float64], total: float, lo: int, spacing: f
     ratio = float(np.max(finite[material] / np.maximum(rebuilt[material], 1e-320))) if np.any(material) else 1.0
     scale = max(ratio, 1.0) * (1.0 + 8.0 * _U * (size + 8))
     return LatticeDirection(lo, masses * scale, min(1.0, infinity * (1.0 + 4.0 * _U)))
+
+
+def _mass_at_or_above(finite: NDArray[np.float64], total: float, spacing: float) -> NDArray[np.float64]:
+    """``A_j``, the mass at or above ``z_j``, of the measure whose finite profile is ``finite`` at
+    ``z_0 .. z_size`` (``A_0 = total``, ``A_size = 0``): ``A_j = (H_{j-1} - e^{-Δ}H_j)/(1 - e^{-Δ})``, before
+    the caller's rounding direction is imposed."""
+    size = finite.size - 1
+    above = np.empty(size + 1)
+    above[0] = total
+    above[1:size] = (finite[:-2] - math.exp(-spacing) * finite[1:-1]) / -math.expm1(-spacing)
+    above[size] = 0.0
+    return above
 
 
 def family_term(
@@ -295,7 +302,7 @@ def family_term(
         # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
         # the block too (it holds for any data): keep the better of the two at every x, so the same-data
         # bound is never looser than the default one.
-        changing = _adaptive_terms(kept_cells, up, lows, witnesses[:_WITNESSES], spacing, count, options) if adaptive else None
+        changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False) if adaptive else None
         per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
         tighter = _convex_minorant_of_min([d for p in block_kept for d in block.directions(p)], per_round, spacing)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
@@ -303,7 +310,7 @@ def family_term(
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
     if count > 1:  # the exact pairs only serve a single round
         if adaptive:
-            blocks = _adaptive_terms(kept_cells, up, lows, witnesses[:_WITNESSES], spacing, count, options)
+            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options)
             if blocks is not None:
                 return blocks
         return (Term((up,), lows, count),)
@@ -320,9 +327,12 @@ def _adaptive_terms(
     spacing: float,
     count: int,
     options: dict,
+    *,
+    lower: bool = True,
 ) -> tuple[Term, ...] | None:
     """``count`` rounds as ``⌊count/b⌋`` certified adaptive blocks of ``b = min(count, _BLOCK_ROUNDS)``
     rounds and the remaining rounds' envelopes, or None where the recursion would cost too much.
+    ``lower=False`` skips the adaptive lower end (for callers that only read the upper measures).
 
     The recursion (:func:`pldshuffle.adaptive.adaptive_profile`) chooses each round among the envelopes of
     ``_GROUPS`` runs of neighbouring cells *in one order each* (so it never takes the maximum over both
@@ -362,9 +372,8 @@ def _adaptive_terms(
     size = adaptive_window_size(choices, -hi, hi)
     if rounds * len(tilts) * (len(choices) + 1) * size > _ADAPTIVE_WORK:
         return None
-    values = adaptive_profile(
-        choices, rounds, spacing * factor, -hi, hi, top, tilts, options.get("fft_backend", "auto"), infinity=up.infinity
-    )
+    backend = options.get("fft_backend", "auto")
+    values = adaptive_profile(choices, rounds, spacing * factor, -hi, hi, top, tilts, backend, infinity=up.infinity)
     # The recursion's points replace the composed envelope's value where they are lower.
     position = (np.arange(-hi, hi + 1) * factor) - lo_f
     inside = (position >= 0) & (position <= size_f)
@@ -375,8 +384,8 @@ def _adaptive_terms(
     # on a coarser one its rounding offsets outweigh the adaptive gain (measured: n = 300, ε0 = 3, 64
     # rounds, ε(1e-6) ≥ 11.892 against 11.913 from the constant witnesses; no gain at n = 1e4).
     strategy = None
-    if factor == 1 and quotient == 1 and not rest:  # only ever read when this block is the whole ledger
-        strategy = _adaptive_lower(witnesses, rounds, spacing, factor, hi, tilts, options.get("fft_backend", "auto"))
+    if lower and factor == 1 and quotient == 1 and not rest:  # only ever read when this block is the whole ledger
+        strategy = _adaptive_lower(witnesses, rounds, spacing, factor, hi, tilts, backend)
     terms = (Term((block,), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
     return terms + ((Term((up,), lows, rest),) if rest else ())
 
@@ -401,20 +410,16 @@ def _adaptive_lower(
     coarse = spacing * factor
     options = [lower_direction(d.discretize(coarse)) for p in witnesses for d in p.directions]
     values = adaptive_lower_profile(options, rounds, coarse, -hi, hi, tilts, fft_backend)
-    log_mgf = np.max([o.offset_log_mgf for o in options], axis=0) * rounds
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
-    penalty = np.exp(np.min(ROUNDING_SCALES[:, None] * steps[None, :] + log_mgf[:, None], axis=0)) * (1.0 + 1e-12)
-    penalty[0] = 0.0
+    penalty = rounding_penalty(np.max([o.offset_log_mgf for o in options], axis=0) * rounds, steps)
     shifted = values.copy()
     for k in steps[1:]:
         np.maximum(shifted[k:], values[:-k] - penalty[k], out=shifted[k:])
     total = min(float(o.masses.sum()) for o in options) ** rounds * (1.0 - 1e-12)
-    alpha = np.exp(np.arange(-hi, hi) * coarse)
     below = np.minimum.accumulate(np.maximum(shifted[1:], 0.0))  # value one step right, made non-increasing
-    below[0] = min(below[0], total - alpha[0])  # the chord from (0, T) then stays below T - α ≤ V
-    hull = lower_hull(np.concatenate([[0.0], alpha]), np.concatenate([[total], below]))
-    target = np.interp(alpha, np.concatenate([[0.0], alpha])[hull], np.concatenate([[total], below])[hull])
+    below[0] = min(below[0], total - float(np.exp(-hi * coarse)))  # the chord from (0, T) then stays below T - α ≤ V
+    target = _greatest_convex_minorant(below, total, -hi, coarse)
     measure = _from_profile_below(np.maximum(target, 0.0), total, -hi, coarse)
     fine = np.zeros((measure.masses.size - 1) * factor + 1)
     fine[::factor] = measure.masses
@@ -427,13 +432,8 @@ def _from_profile_below(target: NDArray[np.float64], total: float, lo: int, spac
     inversion of :func:`_from_profile`, lowered where rounding broke monotonicity and scaled down by the
     largest ratio of the rebuilt profile to the target."""
     size = target.size - 1
-    decay = math.exp(-spacing)
-    above = np.empty(size + 1)
-    above[0] = total
-    above[1:size] = (target[:-2] - decay * target[1:-1]) / -math.expm1(-spacing)
-    above[size] = 0.0
     # Mass at or above z_j must not increase with j; lowering it only lowers the profile.
-    above = np.minimum.accumulate(np.maximum(above, 0.0))
+    above = np.minimum.accumulate(np.maximum(_mass_at_or_above(target, total, spacing), 0.0))
     zero = np.flatnonzero(target <= 0.0)
     if zero.size:  # the profile vanishes from there on: no mass at or above that point
         above[zero[0] + 1 :] = 0.0
@@ -468,12 +468,17 @@ def _convex_minorant(values: NDArray[np.float64], total: float, lo: int, spacing
     ``(e^{z_j}, values_j)``, ``j = lo .. lo + size``: it dominates every convex profile below those points
     (see :func:`_convex_minorant_of_min`).  O(range/Δ) (monotone-chain lower hull).
     """
+    # The hull is at most ``values``; rounding may put it a hair above, which only loosens (and is safe).
+    return _from_profile(_greatest_convex_minorant(values, total, lo, spacing) * (1.0 + 16.0 * _U), total, lo, spacing)
+
+
+def _greatest_convex_minorant(values: NDArray[np.float64], total: float, lo: int, spacing: float) -> NDArray[np.float64]:
+    """At ``z_j``, ``j = lo .. lo + size``, the greatest convex function of ``α = e^x`` lying below the
+    points ``(0, total)`` and ``(e^{z_j}, values_j)`` (monotone-chain lower hull, O(size))."""
     alpha = np.concatenate([[0.0], np.exp((lo + np.arange(values.size)) * spacing)])
     value = np.concatenate([[total], values])
     hull = lower_hull(alpha, value)
-    target = np.interp(alpha[1:], alpha[hull], value[hull])
-    # The hull is at most ``values``; rounding may put it a hair above, which only loosens (and is safe).
-    return _from_profile(target * (1.0 + 16.0 * _U), total, lo, spacing)
+    return np.interp(alpha[1:], alpha[hull], value[hull])
 
 
 def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:

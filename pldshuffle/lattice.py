@@ -30,6 +30,7 @@ __all__ = [
     "direct_realization",
     "lower_direction",
     "profile_at",
+    "rounding_penalty",
     "shift_certificate",
     "upper_direction",
 ]
@@ -209,10 +210,16 @@ def shift_certificate(combo: list[tuple[LatticeDirection, int]], spacing: float)
     if np.isscalar(log_mgf) or mean <= 0.0:
         return np.zeros(1), np.zeros(1)
     shifts = np.linspace(0.0, mean, _SHIFTS) * spacing
-    log_tail = np.min(ROUNDING_SCALES[:, None] * (shifts[None, :] / spacing) + np.asarray(log_mgf)[:, None], axis=0)
-    penalty = np.exp(log_tail) * (1.0 + 1e-12)
+    return shifts, rounding_penalty(np.asarray(log_mgf), shifts / spacing)
+
+
+def rounding_penalty(log_mgf: NDArray[np.float64], steps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Bounds on ``P[D < t]`` at ``t = steps·Δ`` (``steps[0] = 0``) for rounding offsets ``D ≥ 0`` whose
+    ``log E[e^{-cD/Δ}]`` is at most ``log_mgf[c]`` for each ``c`` in ``ROUNDING_SCALES``: Chernoff,
+    ``min_c e^{c·steps + log_mgf[c]}``, and 0 for no shift."""
+    penalty = np.exp(np.min(ROUNDING_SCALES[:, None] * steps[None, :] + log_mgf[:, None], axis=0)) * (1.0 + 1e-12)
     penalty[0] = 0.0  # D ≥ 0: no shift needs no correction
-    return shifts, penalty
+    return penalty
 
 
 def upper_direction(d) -> LatticeDirection:
