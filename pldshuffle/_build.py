@@ -2,7 +2,8 @@
 
 Each entry becomes one or more terms on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
 are composed and realised at once.  With an automatic spacing, a composition that would exceed the memory
-cap is retried on a coarser lattice (spacing doubled, at most ``COARSENINGS`` times).
+cap is retried on a coarser lattice (spacing grown by the estimated shortfall, 1.1× to 2× per try, at most
+``COARSENINGS`` times).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def build_ledger(
     spacing : float
         Lattice spacing Δ.
     coarsen : bool
-        Double Δ and retry when the composition does not fit ``options["max_memory_bytes"]``.
+        Grow Δ (by the memory shortfall, 1.1× to 2×) and retry when the composition does not fit
+        ``options["max_memory_bytes"]``.
     tolerance : float
         Relative gap of the branch and bound over datasets (the accountant's ``relative_gap_target``,
         1e-3 by default).
@@ -61,7 +63,9 @@ def build_ledger(
             if not coarsen or attempt == COARSENINGS:
                 tried = f" (after coarsening the lattice {COARSENINGS} times)" if coarsen else ""
                 raise MemoryBudgetError(f"{exc}{tried}") from None
-            spacing *= 2.0
+            # Windows scale like 1/Δ: grow Δ by the shortfall (with 5 % to spare), by 1.1 to 2 at a time.
+            shortfall = exc.needed / exc.budget if exc.needed > 0 and exc.budget > 0 else 2.0
+            spacing *= min(max(1.05 * shortfall, 1.1), 2.0)
             report(f"coarsening the lattice to Δ={spacing:.3g} to fit max_memory_bytes")
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from collections.abc import Callable, Sequence
+from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,6 +81,7 @@ class _Window:
         return [theta for theta in sorted({0.0, *map(float, tilts)}) if theta * self._reach <= _MAX_EXPONENT]
 
 
+@overload
 def adaptive_profile(
     options: Sequence[LatticeDirection],
     rounds: int,
@@ -88,9 +90,36 @@ def adaptive_profile(
     hi: int,
     top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
     tilts: Sequence[float],
+    fft_backend: str = ...,
+    infinity: float = ...,
+) -> NDArray[np.float64]: ...
+
+
+@overload
+def adaptive_profile(
+    options: Sequence[LatticeDirection],
+    rounds: Sequence[int],
+    spacing: float,
+    lo: int,
+    hi: int,
+    top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    tilts: Sequence[float],
+    fft_backend: str = ...,
+    infinity: float = ...,
+) -> list[NDArray[np.float64]]: ...
+
+
+def adaptive_profile(
+    options: Sequence[LatticeDirection],
+    rounds: int | Sequence[int],
+    spacing: float,
+    lo: int,
+    hi: int,
+    top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    tilts: Sequence[float],
     fft_backend: str = "auto",
     infinity: float = 0.0,
-) -> NDArray[np.float64]:
+) -> NDArray[np.float64] | list[NDArray[np.float64]]:
     """Upper bounds on ``G_rounds(z_j)`` (module notes) at the lattice points ``j = lo .. hi``.
 
     Parameters
@@ -98,8 +127,9 @@ def adaptive_profile(
     options : sequence of LatticeDirection
         Measures on the lattice ``z_j = j·Δ``; every choice the adversary may make in a round is dominated
         (profile at every x) by one of them.
-    rounds : int
-        ``b >= 1``.
+    rounds : int or sequence of int
+        ``b >= 1``; for a sequence, one array per entry (the recursion runs once, to the largest: its
+        intermediate rounds are the bounds for fewer rounds).
     spacing : float
         Δ.
     lo, hi : int
@@ -136,7 +166,11 @@ def adaptive_profile(
         tilt = np.exp(theta * x)
         frames.append((theta, kernels, [o * tilt for o in own]))
     beyond = top(x_ext[left + x.size : left + x.size + right])
-    for _ in range(rounds):
+    wanted = [rounds] if isinstance(rounds, int) else list(rounds)
+    if not wanted or min(wanted) < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds!r}")
+    kept: dict[int, NDArray[np.float64]] = {}
+    for j in range(1, max(wanted) + 1):
         rest = np.maximum((upper - base) + 2.0 * _U * upper, 0.0)  # ≥ G - (1 - e^x)_+
         ext = np.zeros(size)
         ext[left : left + rest.size] = rest
@@ -157,9 +191,10 @@ def adaptive_profile(
             # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).
             np.minimum(best, worst * np.exp(-theta * x) * (1.0 + 16.0 * _U), out=best)
         upper = np.minimum.accumulate(np.minimum(best, 1.0))
-    # (j-1)·I is carried through an option's finite mass, at most 1 + MASS_RTOL: the 1e-6 covers it.
-    result: NDArray[np.float64] = np.minimum(upper + rounds * infinity * (1.0 + 1e-6), 1.0)
-    return result
+        if j in wanted:
+            # (j-1)·I is carried through an option's finite mass, at most 1 + MASS_RTOL: the 1e-6 covers it.
+            kept[j] = np.minimum(upper + j * infinity * (1.0 + 1e-6), 1.0)
+    return kept[rounds] if isinstance(rounds, int) else [kept[j] for j in wanted]
 
 
 def adaptive_lower_profile(

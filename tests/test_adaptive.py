@@ -78,18 +78,37 @@ def test_block_is_never_looser_than_the_composed_envelope_and_tighter_for_2rr(n,
     assert np.max(1 - with_block.upper[material] / envelope.upper[material]) > 1e-3
 
 
-def test_blocks_and_remainder_cover_the_exact_adaptive_worst_case(monkeypatch):
-    """Three rounds as one two-round adaptive block and one envelope round (count not a multiple of the
-    block): still above the exact adaptive worst case, and the lower end below it."""
-    monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 2)
-    n, eps0, rounds = 4, 2.0, 3
+@pytest.mark.parametrize("block, long_block, rounds", [(2, 256, 3), (1, 2, 5)])
+def test_blocks_of_unequal_length_cover_the_exact_adaptive_worst_case(block, long_block, rounds, monkeypatch):
+    """A count that is not a multiple of the block: blocks of ``b`` and ``b - 1`` rounds (the shorter read
+    off the same recursion), with the block length patched (3 = 2 + 1; long blocks: 5 = 2 + 2 + 1).
+    Still above the exact adaptive worst case, and the lower end below it."""
+    monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", block)
+    monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", long_block)
+    monkeypatch.setattr(dominating, "_LONG_BLOCKS", 2)
+    n, eps0 = 2 if rounds > 3 else 4, 2.0  # the exact recursion is exponential in the rounds
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
-    eps = EPS[EPS >= 0]
-    bounds = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), count=rounds).get_delta_bounds(eps)
+    eps = np.array([0.0, 0.6, 1.3, 2.2, 4.0])
+    pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), count=rounds).certified_pld()
+    assert sum(t.lower_count for t in pld.terms) == rounds and len(pld.terms) == 2
+    lower, upper = pld.delta_bounds(eps)
     for i, e in enumerate(eps):
-        assert delta_adaptive(members, rounds, float(e)) <= bounds.upper[i] * (1 + 1e-12) + 1e-15
-        assert bounds.lower[i] <= delta_adaptive(members, rounds, float(e)) * (1 + 1e-12) + 1e-15
+        exact = delta_adaptive(members, rounds, float(e))
+        assert exact <= upper[i] * (1 + 1e-12) + 1e-15, (e, exact, upper[i])
+        assert lower[i] <= exact * (1 + 1e-12) + 1e-15, (e, exact, lower[i])
+
+
+def test_one_recursion_gives_every_round_asked_for():
+    mechanism = ps.ShuffledBinaryRR(4, 1.3)
+    spacing = 0.05
+    options = [upper_direction(d.discretize(spacing)) for m in range(4) for d in mechanism.dataset_pair(m).directions]
+    hi = int(math.ceil(3 * 1.3 / spacing)) + 2
+    both = adaptive_profile(options, [3, 2], spacing, -hi, hi, _no_tail, [0.0, 6.0])
+    for rounds, values in zip((3, 2), both):
+        np.testing.assert_array_equal(values, adaptive_profile(options, rounds, spacing, -hi, hi, _no_tail, [0.0, 6.0]))
+    with pytest.raises(ValueError, match="rounds"):
+        adaptive_profile(options, [0, 2], spacing, -hi, hi, _no_tail, [0.0])
 
 
 def test_window_must_straddle_zero():

@@ -214,6 +214,36 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
     assert peak < 2**28  # nothing near the ~13 GiB the composition needs was allocated
 
 
+def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
+    """A composition 10 % over the cap is retried at about 1.1× the spacing, not 2× (which made a 1e5-round
+    2RR ledger 2e-3 looser than it fits); a far larger one doubles at a time; a fixed spacing is refused."""
+    import pldshuffle._build as build
+    from pldshuffle.certified import MemoryBudgetError
+
+    def attempt(shortfalls):
+        tried = []
+
+        def fake(entries, family, spacing, tolerance, options, report):
+            tried.append(spacing)
+            if len(tried) <= len(shortfalls):
+                error = MemoryBudgetError("over the cap")
+                error.needed, error.budget = shortfalls[len(tried) - 1] * 100.0, 100.0
+                raise error
+            return "built"
+
+        monkeypatch.setattr(build, "_build", fake)
+        result = build.build_ledger([], lambda m: None, 1.0, coarsen=True, tolerance=1e-3, options={}, report=lambda m: None)
+        return result, tried
+
+    result, tried = attempt([1.1])
+    assert result == "built" and tried[0] == 1.0 and 1.1 < tried[1] < 1.2
+    result, tried = attempt([1.01, 40.0])
+    assert tried[1] == pytest.approx(1.1) and tried[2] == pytest.approx(2.2)
+    with pytest.raises(MemoryBudgetError, match="over the cap"):
+        monkeypatch.setattr(build, "_build", lambda *a: (_ for _ in ()).throw(MemoryBudgetError("over the cap")))
+        build.build_ledger([], lambda m: None, 1.0, coarsen=False, tolerance=1e-3, options={}, report=lambda m: None)
+
+
 def test_absurd_number_of_users_is_refused_up_front():
     with pytest.raises(ValueError, match="num_users must be an integer >= 2 and <= 9007199254740992"):
         ps.ShuffledKRR(2**63, 4, gamma=0.25, adversary="strong")

@@ -81,3 +81,22 @@ def test_envelope_is_the_lattice_measures_envelope_up_to_its_tolerance(kind):
     # below a point as above it (an atom exactly at a lattice point adds ~1e-9 of its mass there).
     shifted = _measure_profile(full, spacing, grid - 2 * LOSS_ATOL * (1 + np.abs(grid)))
     assert np.all(a - shifted <= 1e-5 * shifted + 1e-18)
+
+
+def test_profile_inversion_keeps_the_drop_at_the_window_end():
+    """A profile sampled up to the last atom of its measure falls to its +∞ value only at the last point:
+    the rebuilt measure needs mass there (without it the a-posteriori scaling blew the mass up to ~1e295
+    for a block of 109 rounds of 2RR at n = 1e6)."""
+    from pldshuffle._kernels import hockey_stick_profile
+    from pldshuffle.dominating import _from_profile
+
+    spacing = 0.01
+    masses = np.exp(-0.5 * ((np.arange(301) - 150) / 40.0) ** 2)
+    masses /= masses.sum()
+    target = hockey_stick_profile(masses, spacing)[0][: masses.size]  # at z_0 .. z_300; 0 at the last atom
+    assert target[-2] > 0.0 and target[-1] == 0.0
+    measure = _from_profile(target, 1.0, -150, spacing)
+    rebuilt = hockey_stick_profile(measure.masses, spacing)[0][: target.size]
+    assert np.all(rebuilt >= target)
+    np.testing.assert_allclose(rebuilt, target, rtol=1e-9, atol=1e-15)
+    assert measure.masses.sum() <= 1.0 + 1e-9 and measure.infinity == 0.0
