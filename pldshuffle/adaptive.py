@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from collections.abc import Callable, Sequence
-from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -81,21 +80,6 @@ class _Window:
         return [theta for theta in sorted({0.0, *map(float, tilts)}) if theta * self._reach <= _MAX_EXPONENT]
 
 
-@overload
-def adaptive_profile(
-    options: Sequence[LatticeDirection],
-    rounds: int,
-    spacing: float,
-    lo: int,
-    hi: int,
-    top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
-    tilts: Sequence[float],
-    fft_backend: str = ...,
-    infinity: float = ...,
-) -> NDArray[np.float64]: ...
-
-
-@overload
 def adaptive_profile(
     options: Sequence[LatticeDirection],
     rounds: Sequence[int],
@@ -104,32 +88,20 @@ def adaptive_profile(
     hi: int,
     top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
     tilts: Sequence[float],
-    fft_backend: str = ...,
-    infinity: float = ...,
-) -> list[NDArray[np.float64]]: ...
-
-
-def adaptive_profile(
-    options: Sequence[LatticeDirection],
-    rounds: int | Sequence[int],
-    spacing: float,
-    lo: int,
-    hi: int,
-    top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
-    tilts: Sequence[float],
     fft_backend: str = "auto",
     infinity: float = 0.0,
-) -> NDArray[np.float64] | list[NDArray[np.float64]]:
-    """Upper bounds on ``G_rounds(z_j)`` (module notes) at the lattice points ``j = lo .. hi``.
+) -> list[NDArray[np.float64]]:
+    """Upper bounds on ``G_b(z_j)`` (module notes) at the lattice points ``j = lo .. hi``, one array for each
+    ``b`` in ``rounds``.
 
     Parameters
     ----------
     options : sequence of LatticeDirection
         Measures on the lattice ``z_j = j·Δ``; every choice the adversary may make in a round is dominated
         (profile at every x) by one of them.
-    rounds : int or sequence of int
-        ``b >= 1``; for a sequence, one array per entry (the recursion runs once, to the largest: its
-        intermediate rounds are the bounds for fewer rounds).
+    rounds : sequence of int
+        Round counts ``b >= 1`` (the recursion runs once, to the largest: its intermediate rounds are the
+        bounds for fewer rounds).
     spacing : float
         Δ.
     lo, hi : int
@@ -150,7 +122,7 @@ def adaptive_profile(
     finite parts (``E_o[G(x-L)] ≤ E_o[F(x-L); L < ∞] + (j-1)·I + I``), since a constant in the tilted frame
     would grow like ``e^{θx}``.
 
-    Cost: ``rounds × tilts × (options + 1)`` real FFTs of length :func:`adaptive_window_size`, plus the
+    Cost: ``max(rounds) × tilts × (options + 1)`` real FFTs of length :func:`adaptive_window_size`, plus the
     options' spectra (kept: ``tilts × options`` half-spectra).
     """
     win = _Window(options, spacing, lo, hi, fft_backend)
@@ -166,7 +138,7 @@ def adaptive_profile(
         tilt = np.exp(theta * x)
         frames.append((theta, kernels, [o * tilt for o in own]))
     beyond = top(x_ext[left + x.size : left + x.size + right])
-    wanted = [rounds] if isinstance(rounds, int) else list(rounds)
+    wanted = list(rounds)
     if not wanted or min(wanted) < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds!r}")
     kept: dict[int, NDArray[np.float64]] = {}
@@ -194,7 +166,7 @@ def adaptive_profile(
         if j in wanted:
             # (j-1)·I is carried through an option's finite mass, at most 1 + MASS_RTOL: the 1e-6 covers it.
             kept[j] = np.minimum(upper + j * infinity * (1.0 + 1e-6), 1.0)
-    return kept[rounds] if isinstance(rounds, int) else [kept[j] for j in wanted]
+    return [kept[j] for j in wanted]
 
 
 def adaptive_lower_profile(

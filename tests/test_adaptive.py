@@ -31,7 +31,7 @@ def test_recursion_bounds_the_exact_adaptive_worst_case(n, eps0, rounds, spacing
     mechanism = ps.ShuffledBinaryRR(n, eps0)
     options = [upper_direction(d.discretize(spacing)) for m in range(n) for d in mechanism.dataset_pair(m).directions]
     hi = int(math.ceil(max(rounds * eps0, EPS[-1]) / spacing)) + 2  # beyond every finite loss sum: G = 0 there
-    values = adaptive_profile(options, rounds, spacing, -hi, hi, _no_tail, tilts)
+    (values,) = adaptive_profile(options, [rounds], spacing, -hi, hi, _no_tail, tilts)
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
     for e in EPS:
@@ -48,8 +48,8 @@ def test_tilted_frames_make_the_tail_error_relative():
     spacing = 0.05
     options = [upper_direction(d.discretize(spacing)) for m in range(4) for d in mechanism.dataset_pair(m).directions]
     hi = int(math.ceil(3 * 1.3 / spacing)) + 2
-    plain = adaptive_profile(options, 3, spacing, -hi, hi, _no_tail, [0.0])
-    tilted = adaptive_profile(options, 3, spacing, -hi, hi, _no_tail, [0.0, 12.0])
+    (plain,) = adaptive_profile(options, [3], spacing, -hi, hi, _no_tail, [0.0])
+    (tilted,) = adaptive_profile(options, [3], spacing, -hi, hi, _no_tail, [0.0, 12.0])
     j = int(round(3.85 / spacing)) + hi  # just below the largest loss sum 3.9
     p = 1.0 / (math.exp(1.3) + 1.0)
     exact = delta_adaptive([pair_binary_rr(4, p, m) for m in range(4)], 3, (j - hi) * spacing)
@@ -106,7 +106,7 @@ def test_one_recursion_gives_every_round_asked_for():
     hi = int(math.ceil(3 * 1.3 / spacing)) + 2
     both = adaptive_profile(options, [3, 2], spacing, -hi, hi, _no_tail, [0.0, 6.0])
     for rounds, values in zip((3, 2), both):
-        np.testing.assert_array_equal(values, adaptive_profile(options, rounds, spacing, -hi, hi, _no_tail, [0.0, 6.0]))
+        np.testing.assert_array_equal(values, adaptive_profile(options, [rounds], spacing, -hi, hi, _no_tail, [0.0, 6.0])[0])
     with pytest.raises(ValueError, match="rounds"):
         adaptive_profile(options, [0, 2], spacing, -hi, hi, _no_tail, [0.0])
 
@@ -115,7 +115,7 @@ def test_window_must_straddle_zero():
     mechanism = ps.ShuffledBinaryRR(3, 1.0)
     options = [upper_direction(d.discretize(0.1)) for d in mechanism.dataset_pair(0).directions]
     with pytest.raises(ValueError, match="window"):
-        adaptive_profile(options, 2, 0.1, 1, 10, _no_tail, [0.0])
+        adaptive_profile(options, [2], 0.1, 1, 10, _no_tail, [0.0])
 
 
 def test_adaptive_lower_end_of_a_single_block_and_not_beyond():
