@@ -340,9 +340,9 @@ def _adaptive_terms(
     *,
     lower: bool = True,
 ) -> tuple[Term, ...] | None:
-    """``count`` rounds as ``q = ⌈count/B⌉`` certified adaptive blocks (``B`` of :func:`_block_rounds`) of
-    ``b = ⌈count/q⌉`` or ``b - 1`` rounds (the shorter ones read off the same recursion at round ``b - 1``),
-    or None where the recursion would cost too much.
+    """``count`` rounds as ``⌊count/b⌋`` certified adaptive blocks of ``b`` rounds (:func:`_block_rounds`)
+    and one block of the remaining ``count mod b`` rounds, read off the same recursion at that round (it
+    bounds the adaptive worst case of that many rounds), or None where the recursion would cost too much.
     ``lower=False`` skips the adaptive lower end (for callers that only read the upper measures).
 
     The recursion (:func:`pldshuffle.adaptive.adaptive_profile`) chooses each round among the envelopes of
@@ -355,12 +355,9 @@ def _adaptive_terms(
     """
     if up.finite_mass <= 0.0:
         return None
-    # ``count`` rounds as ``quotient - short`` blocks of ``rounds`` and ``short`` blocks of ``rounds - 1``:
-    # blocks of nearly equal length, each composed many times (one odd long block would widen the window).
-    quotient = -(-count // _block_rounds(count))
-    rounds = -(-count // quotient)
-    short = quotient * rounds - count
-    rest = rounds - 1 if short else 0
+    rounds = _block_rounds(count)
+    quotient, rest = divmod(count, rounds)
+    short = 1 if rest else 0
 
     def composed_envelope(r: int) -> tuple[list[LatticeDirection], int, int, NDArray[np.float64]]:
         measures = CertifiedPLD(spacing, (Term((up,), lows, r),), **options).dominating_measures()
@@ -407,9 +404,9 @@ def _adaptive_terms(
     # on a coarser one its rounding offsets outweigh the adaptive gain (measured: n = 300, ε0 = 3, 64
     # rounds, ε(1e-6) ≥ 11.892 against 11.913 from the constant witnesses; no gain at n = 1e4).
     strategy = None
-    if lower and factor == 1 and quotient == 1:  # only ever read when this block is the whole ledger
+    if lower and factor == 1 and quotient == 1 and not rest:  # only ever read when this block is the whole ledger
         strategy = _adaptive_lower(witnesses, rounds, spacing, factor, hi, tilts, backend)
-    full = quotient - short
+    full = quotient
     terms = (Term((blocks[rounds],), lows, full, lower_count=full * rounds, adaptive_lower=strategy),)
     return terms + ((Term((blocks[rest],), lows, short, lower_count=short * rest),) if short else ())
 

@@ -80,8 +80,8 @@ def test_block_is_never_looser_than_the_composed_envelope_and_tighter_for_2rr(n,
 
 @pytest.mark.parametrize("block, long_block, rounds", [(2, 256, 3), (1, 2, 5)])
 def test_blocks_of_unequal_length_cover_the_exact_adaptive_worst_case(block, long_block, rounds, monkeypatch):
-    """A count that is not a multiple of the block: blocks of ``b`` and ``b - 1`` rounds (the shorter read
-    off the same recursion), with the block length patched (3 = 2 + 1; long blocks: 5 = 2 + 2 + 1).
+    """A count that is not a multiple of the block: full blocks and one of the rounds left over (read off
+    the same recursion), with the block length patched (3 = 2 + 1; long blocks: 5 = 2 + 2 + 1).
     Still above the exact adaptive worst case, and the lower end below it."""
     monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", block)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", long_block)
