@@ -85,6 +85,34 @@ def test_many_random_mixed_ledgers_bracket_exact(ledger):
     _check_ledger(ledger)
 
 
+@st.composite
+def _short_block_ledgers(draw):
+    """A ledger with a 2RR entry of 2-4 rounds among others (at most 5 rounds), and block lengths to patch."""
+    n, eps0 = draw(st.integers(3, 4)), draw(st.floats(0.3, 2.5))
+    count = draw(st.integers(2, 4))
+    members = [ref.pair_binary_rr(n, 1.0 / (math.exp(eps0) + 1.0), m) for m in range(n)]
+    ledger = [(ps.ShuffledBinaryRR(n, eps0), count, False, ("changing", members, count))]
+    others = draw(st.lists(entries().filter(lambda e: e[1] == 1), max_size=1 if count == 4 else 2))
+    ledger = draw(st.permutations(ledger + others))
+    blocks = draw(st.sampled_from([(2, 256, 4), (1, 2, 2), (3, 256, 4)]))  # (_BLOCK_ROUNDS, _LONG_BLOCK_ROUNDS, _LONG_BLOCKS)
+    return ledger, blocks
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_short_block_ledgers())
+def test_random_mixed_ledgers_with_several_adaptive_blocks_bracket_exact(case):
+    """Full adaptive blocks, a block of the rounds left over, and long blocks (lengths patched down so that
+    the exact adaptive worst case stays enumerable), composed with other mechanisms."""
+    import pldshuffle.dominating as dominating
+
+    ledger, (block, long_block, long_blocks) = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dominating, "_BLOCK_ROUNDS", block)
+        patch.setattr(dominating, "_LONG_BLOCK_ROUNDS", long_block)
+        patch.setattr(dominating, "_LONG_BLOCKS", long_blocks)
+        _check_ledger(ledger)
+
+
 def _check_ledger(ledger):
     acc = _accountant(ledger)
     bounds = acc.get_delta_bounds(EPS)
