@@ -65,7 +65,7 @@ _BLOCK_ROUNDS = 64
 _LONG_BLOCK_ROUNDS = 256
 _LONG_BLOCKS = 4
 #: Runs of neighbouring cells per order the adaptive recursion chooses from.
-_GROUPS = 8
+_GROUPS = 16
 #: The recursion's window holds at most this many points (its lattice is coarsened to fit).
 _ADAPTIVE_POINTS = 2**15
 #: The recursion's window ends where the composed envelope's profile falls below this.
