@@ -357,7 +357,6 @@ def _adaptive_terms(
         return None
     rounds = _block_rounds(count)
     quotient, rest = divmod(count, rounds)
-    short = 1 if rest else 0
 
     def composed_envelope(r: int) -> tuple[list[LatticeDirection], int, int, NDArray[np.float64]]:
         measures = CertifiedPLD(spacing, (Term((up,), lows, r),), **options).dominating_measures()
@@ -406,9 +405,8 @@ def _adaptive_terms(
     strategy = None
     if lower and factor == 1 and quotient == 1 and not rest:  # only ever read when this block is the whole ledger
         strategy = _adaptive_lower(witnesses, rounds, spacing, factor, hi, tilts, backend)
-    full = quotient
-    terms = (Term((blocks[rounds],), lows, full, lower_count=full * rounds, adaptive_lower=strategy),)
-    return terms + ((Term((blocks[rest],), lows, short, lower_count=short * rest),) if short else ())
+    terms = (Term((blocks[rounds],), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
+    return terms + ((Term((blocks[rest],), lows, 1, lower_count=rest),) if rest else ())
 
 
 def _block_rounds(count: int) -> int:

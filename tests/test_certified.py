@@ -239,8 +239,11 @@ def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
     assert result == "built" and tried[0] == 1.0 and 1.1 < tried[1] < 1.2
     result, tried = attempt([1.01, 40.0])
     assert tried[1] == pytest.approx(1.1) and tried[2] == pytest.approx(2.2)
+    def refuse(*args):
+        raise MemoryBudgetError("over the cap")
+
+    monkeypatch.setattr(build, "_build", refuse)
     with pytest.raises(MemoryBudgetError, match="over the cap"):
-        monkeypatch.setattr(build, "_build", lambda *a: (_ for _ in ()).throw(MemoryBudgetError("over the cap")))
         build.build_ledger([], lambda m: None, 1.0, coarsen=False, tolerance=1e-3, options={}, report=lambda m: None)
 
 
