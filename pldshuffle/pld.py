@@ -48,7 +48,8 @@ _U = float(np.finfo(np.float64).eps) / 2.0
 def _clean(losses: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Sort by loss, drop zero masses and merge bit-identical losses (O(N log N))."""
     keep = masses > 0.0
-    losses, masses = losses[keep], masses[keep]
+    if not np.all(keep):
+        losses, masses = losses[keep], masses[keep]
     if losses.size < 2 or np.all(losses[1:] > losses[:-1]):  # already sorted and distinct (common)
         return np.ascontiguousarray(losses), np.ascontiguousarray(masses)
     if np.all(losses[1:] < losses[:-1]):  # sorted the other way (the backward order of a monotone pair)

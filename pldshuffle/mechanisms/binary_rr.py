@@ -228,21 +228,21 @@ def _pair_from_noise(noise: NDArray[np.float64], below: float, above: float, p: 
     bounds on its mass below and above it.
 
     Outcome ``j`` is kept when ``N(j)`` and ``N(j-1)`` both lie in the range; the P- and Q-mass of the other
-    outcomes is booked.
+    outcomes is booked.  The loss falls with ``j`` (N is log-concave), so the forward direction is passed in
+    reverse and both arrive sorted (zero masses are dropped by :class:`~pldshuffle.pld.LossDistribution`).
     """
     cur, prev = noise[1:], noise[:-1]
+    q = 1.0 - p
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = prev / cur
         # Loss from the ratio r = N(j-1)/N(j) (an ulp-accurate division), not a difference of log-pmfs.
-        loss = np.log(((1.0 - p) + p * ratio) / (p + (1.0 - p) * ratio))
-    eps0 = np.log1p(-p) - np.log(p)
-    loss = np.where(cur == 0.0, -eps0, np.where(prev == 0.0, eps0, loss))
-
-    def direction(stay: float, move: float, sign: float) -> LossDistribution:
-        # P(N + X = j) = stay·N(j) + move·N(j-1); both weights passed exactly (1 - (1 - p) is not p).
-        masses = stay * cur + move * prev
-        unkept = below + noise[0] * stay + above + noise[-1] * move
-        keep = masses > 0
-        return LossDistribution(sign * loss[keep], masses[keep], truncated_mass=min(unkept, 1.0))
-
-    return PrivacyLossPair(direction(1.0 - p, p, 1.0), direction(p, 1.0 - p, -1.0), label=label)
+        loss = np.log((q + p * ratio) / (p + q * ratio))
+    eps0 = math.log1p(-p) - math.log(p)
+    loss[prev == 0.0] = eps0
+    loss[cur == 0.0] = -eps0
+    # P(N + X = j) = stay·N(j) + move·N(j-1) with (stay, move) = (1 - p, p) forward, swapped backward; both
+    # weights passed exactly (1 - (1 - p) is not p).  Unkept: below and above the range, N(first) without
+    # its lower neighbour and N(last) without its upper one.
+    forward = LossDistribution(loss[::-1], (q * cur + p * prev)[::-1], truncated_mass=min(below + noise[0] * q + above + noise[-1] * p, 1.0))
+    backward = LossDistribution(-loss, p * cur + q * prev, truncated_mass=min(below + noise[0] * p + above + noise[-1] * q, 1.0))
+    return PrivacyLossPair(forward, backward, label=label)
