@@ -81,12 +81,15 @@ def _profile_at_points(losses: np.ndarray, masses: np.ndarray, points: np.ndarra
     for q in range(points.size - 1, -1, -1):
         z = points[q]
         while i >= 0 and losses[i] > z:
-            # Walk down to the next atom, then take it in: H(y) = e^{y-x} H(x) + (1 - e^{y-x}) A(x).
-            h = math.exp(losses[i] - x) * h + -math.expm1(losses[i] - x) * above
+            # Walk down to the next atom, then take it in: H(y) = e^{y-x} H(x) + (1 - e^{y-x}) A(x), with
+            # e^{y-x} = 1 + expm1(y-x) (one transcendental call; one more rounding, within the 8u per step).
+            drop = -math.expm1(losses[i] - x)
+            h = (1.0 - drop) * h + drop * above
             x = losses[i]
             above += masses[i]
             i -= 1
-        h = math.exp(z - x) * h + -math.expm1(z - x) * above
+        drop = -math.expm1(z - x)
+        h = (1.0 - drop) * h + drop * above
         x = z
         out[q] = h
     return out
