@@ -38,7 +38,7 @@ class FourierAccountant:
     ----------
     value_discretization_interval : float, optional
         Lattice spacing Δ.  Default: chosen once per ledger from the relative-gap target and an estimate of
-        ε (Δ ≈ target·ε/(4√rounds), :func:`pldshuffle.spacing.choose_spacing`), coarsened if the memory cap
+        ε (Δ ≈ target·ε/(8√rounds), :func:`pldshuffle.spacing.choose_spacing`), coarsened if the memory cap
         requires it.
     tail_mass : float, optional
         Probability mass each mechanism may drop per truncated coordinate (booked at +∞ by the upper

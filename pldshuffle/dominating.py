@@ -64,8 +64,11 @@ _BLOCK_ROUNDS = 64
 #: :func:`_block_rounds`).
 _LONG_BLOCK_ROUNDS = 256
 _LONG_BLOCKS = 4
-#: Runs of neighbouring cells per order the adaptive recursion chooses from.
+#: Runs of neighbouring cells per order the adaptive recursion chooses from (``_SHORT_GROUPS`` in blocks of
+#: at most SHORT_LEDGER rounds, held to the 1e-3 target: n = 1e4, ε0 = 2, 64 rounds, δ = 1e-2: 1.06 → 0.96 ‰
+#: for 0.5 s).
 _GROUPS = 16
+_SHORT_GROUPS = 32
 #: The recursion's window holds at most this many points (its lattice is coarsened to fit).
 _ADAPTIVE_POINTS = 2**15
 #: The recursion's window ends where the composed envelope's profile falls below this.
@@ -295,12 +298,14 @@ def family_term(
     lattice = _Exact(spacing)
     adaptive = family.cells is not None and count > 1
     # With the orders kept apart (_adaptive_terms) the cells' excess over their datasets is the main slack
-    # left, composed every round: halve it where the ledger is held to the 1e-3 target (≤ SHORT_LEDGER
-    # rounds; n = 1e4, ε0 = 2, 64 rounds: gap 2.5/0.95 ‰ → 1.9/0.69 ‰ at δ = 1e-2/1e-6, 6 → 7.5 s) and
-    # where the excess composes over long blocks (n = 1e4, ε0 = 2, 1024 rounds: 2.84 → 2.21 ‰ at δ = 1e-2).
-    # Not between: at n = 1e6 the finer cover costs 3-5 s (365 rounds would pass 10 s).
-    fine_cover = adaptive and (count <= SHORT_LEDGER or _block_rounds(count) == _LONG_BLOCK_ROUNDS)
-    cover_tolerance = tolerance / 2 if fine_cover else tolerance
+    # left, composed every round: quarter it where the ledger is held to the 1e-3 target (≤ SHORT_LEDGER
+    # rounds; n = 1e4, ε0 = 2, 64 rounds, δ = 1e-2: with halving 1.9 ‰ (6 → 7.5 s), with quartering, 32 runs
+    # and the finer lattice of choose_spacing 0.96 ‰ in 15 s) and halve it where the excess composes over
+    # long blocks (n = 1e4, ε0 = 2, 1024 rounds: 2.84 → 2.21 ‰ at δ = 1e-2).  Not between: at n = 1e6 the
+    # finer cover costs 3-5 s (365 rounds would pass 10 s).
+    short = adaptive and count <= SHORT_LEDGER
+    fine_cover = short or (adaptive and _block_rounds(count) == _LONG_BLOCK_ROUNDS)
+    cover_tolerance = tolerance / 4 if short else tolerance / 2 if fine_cover else tolerance
     kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=max_bytes)
     kept = [p for c in kept_cells for p in _uppers(c)]
     up = lattice.envelope(kept)
@@ -346,12 +351,12 @@ def _adaptive_terms(
     ``lower=False`` skips the adaptive lower end (for callers that only read the upper measures).
 
     The recursion (:func:`pldshuffle.adaptive.adaptive_profile`) chooses each round among the envelopes of
-    ``_GROUPS`` runs of neighbouring cells *in one order each* (so it never takes the maximum over both
+    ``_GROUPS`` (``_SHORT_GROUPS``) runs of neighbouring cells *in one order each* (so it never takes the maximum over both
     orders of a dataset), on the lattice coarsened by an integer factor to at most ``_ADAPTIVE_POINTS``
     points.  Its values bound the block's adaptive worst case at those points; so does the per-round
     envelope composed ``b`` times, at every point, and the block's measure is the convex minorant of the
     minimum of the two (:func:`_convex_minorant`), never looser than the composed envelope.  Cost:
-    ``b × tilts × (2·_GROUPS + 1)`` FFTs of the window.
+    ``b × tilts × (2·groups + 1)`` FFTs of the window.
     """
     if up.finite_mass <= 0.0:
         return None
@@ -378,7 +383,8 @@ def _adaptive_terms(
     def top(x: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.exp(np.min(log_m[None, :] - CHERNOFF_LAMBDAS[None, :] * x[:, None], axis=1)) * (1.0 + 8.0 * _U)
 
-    chunks = np.array_split(np.arange(len(cells)), min(_GROUPS, len(cells)))
+    groups = _SHORT_GROUPS if count <= SHORT_LEDGER else _GROUPS
+    chunks = np.array_split(np.arange(len(cells)), min(groups, len(cells)))
     choices = [
         _Exact(spacing * factor, order).envelope([p for i in chunk for p in _uppers(cells[i])])
         for chunk in chunks
