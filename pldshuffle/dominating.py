@@ -74,7 +74,7 @@ _BLOCK_COARSENING = 2
 _GROUPS = 16
 _SHORT_GROUPS = 32
 #: The recursion's window holds at most this many points (its lattice is coarsened to fit).
-_ADAPTIVE_POINTS = 2**15
+_ADAPTIVE_POINTS = 2**16
 #: The recursion's window ends where the composed envelope's profile falls below this.
 _ADAPTIVE_FLOOR = 1e-30
 #: Largest rounds × tilts × choices × window points of one recursion (about 10 s).
@@ -233,7 +233,7 @@ def _common_range(directions: list[LatticeDirection]) -> tuple[int, int]:
     return lo, max(d.start + d.masses.size for d in directions) + 1 - lo
 
 
-def _max_profile(directions: list[LatticeDirection], lo: int, size: int, spacing: float) -> NDArray[np.float64]:
+def _max_profile(directions: Iterable[LatticeDirection], lo: int, size: int, spacing: float) -> NDArray[np.float64]:
     """Pointwise maximum of the directions' profiles at ``j = lo .. lo+size`` (one profile in memory at a time)."""
     target = np.zeros(size + 1)
     for d in directions:
@@ -315,7 +315,9 @@ def family_term(
     up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
     if same_data and count > 1:
-        block = _Lattice(spacing, lambda p: _composed_directions(p, spacing, count, options))
+        # Each member composed count times on a coarser lattice (its measures embed into the ledger's).
+        coarse = spacing * _BLOCK_COARSENING
+        block = _Lattice(coarse, lambda p: _composed_directions(p, coarse, count, options))
         block_cells, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
         block_kept = [p for c in block_cells for p in _uppers(c)]
         # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
@@ -323,7 +325,8 @@ def family_term(
         # bound is never looser than the default one.
         changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False) if adaptive else None
         per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
-        tighter = _convex_minorant_of_min([d for p in block_kept for d in block.directions(p)], per_round, spacing)
+        blocks = [d for p in block_kept for d in block.directions(p)]
+        tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
@@ -482,10 +485,11 @@ def _from_profile_below(target: NDArray[np.float64], total: float, lo: int, spac
 
 
 def _convex_minorant_of_min(
-    first: list[LatticeDirection], second: list[LatticeDirection], spacing: float
+    first: list[LatticeDirection], second: list[LatticeDirection], spacing: float, *, coarsening: int = 1
 ) -> LatticeDirection:
     """A lattice measure whose profile is the greatest convex minorant (in ``α = e^x``) of ``min(h_1, h_2)``,
-    ``h_1`` and ``h_2`` the pointwise maxima of the profiles of ``first`` and of ``second``.
+    ``h_1`` and ``h_2`` the pointwise maxima of the profiles of ``first`` and of ``second``; ``first`` may be
+    on a lattice ``coarsening`` times coarser (each is embedded in turn, not all at once).
 
     If a convex profile ``D`` (e.g. a family's envelope) lies below both ``h_1`` and ``h_2``, it lies below
     this one: on each lattice interval ``D`` is below its chord, hence below the interpolation of
@@ -493,8 +497,12 @@ def _convex_minorant_of_min(
     linear in ``α`` from its total mass at ``α = 0``, so ``D`` is below the chord from ``(0, min totals)``,
     which enters the hull as a point.  O(range/Δ) per direction.
     """
-    lo, size = _common_range(first + second)
-    low = np.minimum(_max_profile(first, lo, size, spacing), _max_profile(second, lo, size, spacing))
+    ends = [(d.start * coarsening, (d.start + d.masses.size - 1) * coarsening + 1) for d in first]
+    ends += [(d.start, d.start + d.masses.size) for d in second]
+    lo = min(a for a, _ in ends)
+    size = max(b for _, b in ends) + 1 - lo
+    embedded = (_on_finer_lattice(d, coarsening) if coarsening > 1 else d for d in first)
+    low = np.minimum(_max_profile(embedded, lo, size, spacing), _max_profile(second, lo, size, spacing))
     total = min(max(d.finite_mass + d.infinity for d in first), max(d.finite_mass + d.infinity for d in second))
     return _convex_minorant(low, total, lo, spacing)
 
@@ -732,10 +740,8 @@ def _witnesses(
 
 
 def _composed_directions(pair: PrivacyLossPair, spacing: float, count: int, options: dict) -> list[LatticeDirection]:
-    """Dominating lattice measures of the ``count``-fold composition of one member, both orders, composed on
-    the lattice ``_BLOCK_COARSENING`` times coarser (a measure there is one on the ledger's lattice too)."""
-    coarse = CertifiedPLD.from_pair(pair, spacing * _BLOCK_COARSENING, **options).self_compose(count)
-    return [_on_finer_lattice(d, _BLOCK_COARSENING) for d in coarse.dominating_measures()]
+    """Dominating lattice measures of the ``count``-fold composition of one member, both orders."""
+    return CertifiedPLD.from_pair(pair, spacing, **options).self_compose(count).dominating_measures()
 
 
 def _on_finer_lattice(direction: LatticeDirection, factor: int) -> LatticeDirection:
