@@ -73,11 +73,12 @@ _BLOCK_COARSENING = 2
 #: for 0.5 s).
 _GROUPS = 16
 _SHORT_GROUPS = 32
-#: The recursion's window holds at most this many points (its lattice is coarsened to fit); blocks of at
-#: most SHORT_LEDGER rounds, whose lattice is finer and whose adaptive lower end needs the recursion on the
-#: ledger's own lattice, twice as many (2RR n = 1000, ε0 = 8, 5 rounds, δ = 0.3: lower end 30.457 → 30.637).
+#: The recursion's window holds at most this many points (its lattice is coarsened to fit; a larger window
+#: has a larger round-off bound: 2RR n = 300, ε0 = 3, 64 rounds, ε(1e-15) ≤ 19.928 with 2^15, 19.954 with
+#: 2^16).  The adaptive lower end runs on the ledger's own lattice, where its window has at most
+#: ``_LOWER_ADAPTIVE_POINTS`` (n = 1000, ε0 = 8, 5 rounds, δ = 0.3: lower end 30.457 → 30.637 with 2^16).
 _ADAPTIVE_POINTS = 2**15
-_SHORT_ADAPTIVE_POINTS = 2**16
+_LOWER_ADAPTIVE_POINTS = 2**16
 #: The recursion's window ends where the composed envelope's profile falls below this.
 _ADAPTIVE_FLOOR = 1e-30
 #: Largest rounds × tilts × choices × window points of one recursion (about 10 s).
@@ -363,7 +364,7 @@ def _adaptive_terms(
     The recursion (:func:`pldshuffle.adaptive.adaptive_profile`) chooses each round among the envelopes of
     ``_GROUPS`` runs of neighbouring cells *in one order each* (so it never takes the maximum over both
     orders of a dataset), on the lattice coarsened by an integer factor to at most ``_ADAPTIVE_POINTS``
-    points (``_SHORT_GROUPS`` and ``_SHORT_ADAPTIVE_POINTS`` for blocks of at most SHORT_LEDGER rounds).
+    points (``_SHORT_GROUPS`` runs for blocks of at most SHORT_LEDGER rounds).
     Its values bound the block's adaptive worst case at those points; so does the per-round
     envelope composed ``b`` times, at every point, and the block's measure is the convex minorant of the
     minimum of the two (:func:`_convex_minorant`), never looser than the composed envelope.  Cost:
@@ -385,8 +386,7 @@ def _adaptive_terms(
     end = lo_f + int(material[-1]) + 1 if material.size else 0  # the recursion's window ends here (fine index)
     if end <= 0:
         return None
-    points = _SHORT_ADAPTIVE_POINTS if count <= SHORT_LEDGER else _ADAPTIVE_POINTS
-    factor = max(1, -(-2 * end // points))
+    factor = max(1, -(-2 * end // _ADAPTIVE_POINTS))
     hi = -(-end // factor)
     # Beyond the window: the finite losses of the envelope composed b times (Chernoff; M ≥ 1 keeps it
     # non-decreasing in the rounds, so it bounds every G_j - j·I with I ≥ the envelope's mass at +∞).
@@ -421,8 +421,8 @@ def _adaptive_terms(
     # on a coarser one its rounding offsets outweigh the adaptive gain (measured: n = 300, ε0 = 3, 64
     # rounds, ε(1e-6) ≥ 11.892 against 11.913 from the constant witnesses; no gain at n = 1e4).
     strategy = None
-    if lower and factor == 1 and quotient == 1 and not rest:  # only ever read when this block is the whole ledger
-        strategy = _adaptive_lower(witnesses, rounds, spacing, factor, hi, tilts, backend)
+    if lower and 2 * end <= _LOWER_ADAPTIVE_POINTS and quotient == 1 and not rest:  # read only when this block is the whole ledger
+        strategy = _adaptive_lower(witnesses, rounds, spacing, 1, end, tilts, backend)
     terms = (Term((blocks[rounds],), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
     return terms + ((Term((blocks[rest],), lows, 1, lower_count=rest),) if rest else ())
 
