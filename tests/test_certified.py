@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pldshuffle as ps
 import reference as ref
@@ -106,6 +108,39 @@ def test_lower_end_shift_tracks_the_rounding_offsets_after_many_rounds(rr_2000_r
         value = optimize.brentq(lambda e: exact(e) - delta, 0.0, 2000.0, xtol=1e-10)
         assert b.lower <= value <= b.upper
         assert (value - b.lower) / value <= 3.5e-5
+
+
+@settings(max_examples=8, deadline=None)
+@given(p=st.floats(0.05, 0.95), ratio=st.floats(1.05, 20.0), rounds=st.integers(20, 3000))
+def test_many_rounds_of_a_binary_pair_bracket_the_exact_composition(p, ratio, rounds):
+    # Many rounds stress the lower end's certified shift (its quantile grid) and its monotone envelope;
+    # exact δ(ε) from the binomial count of outcome 0 (no lattice, no FFT), the worse of both orders.
+    from scipy import stats
+
+    q = p / ratio
+    acc = ps.FourierAccountant().compose(ps.PairMechanism.from_probability_mass_functions([p, 1 - p], [q, 1 - q]), rounds)
+    k = np.arange(rounds + 1)
+    loss = k * math.log(p / q) + (rounds - k) * math.log((1 - p) / (1 - q))
+    log_p, log_q = stats.binom.logpmf(k, rounds, p), stats.binom.logpmf(k, rounds, q)
+
+    def exact(e: float) -> float:
+        forward, backward = loss > e, -loss > e
+        return max(
+            float(np.sum(np.exp(log_p[forward]) - np.exp(np.minimum(e + log_q[forward], 700.0)))),
+            float(np.sum(np.exp(log_q[backward]) - np.exp(np.minimum(e + log_p[backward], 700.0)))),
+        )
+
+    top = float(np.abs(loss).max())
+    eps = np.linspace(0.0, top, 41)
+    b = acc.get_delta_bounds(eps)
+    assert np.all(np.diff(b.lower) <= 0.0) and np.all(np.diff(b.upper) <= 0.0)
+    for e, low, up in zip(eps, b.lower, b.upper):
+        value = exact(e)
+        assert low <= value * (1 + 1e-9) + 1e-300 and value <= up * (1 + 1e-9) + 1e-300
+    for delta in (1e-3, 1e-9):
+        eb = acc.get_epsilon_bounds(delta)
+        assert exact(eb.upper) <= delta * (1 + 1e-9)
+        assert eb.lower == 0.0 or exact(eb.lower) >= delta * (1 - 1e-9)
 
 
 def test_export_dominates_and_import_composes():
