@@ -117,6 +117,10 @@ class _Lattice:
         if entry is not None and entry[0] is pair:
             del self._dirs[id(pair)]
 
+    def held_bytes(self) -> int:
+        """Bytes of the cached lattice measures."""
+        return sum(d.masses.nbytes for _, dirs in self._dirs.values() for d in dirs)
+
     def range_of(self, pairs: list[PrivacyLossPair]) -> tuple[int, int]:
         return _common_range([d for p in pairs for d in self.directions(p)])
 
@@ -143,6 +147,10 @@ class _Exact:
 
     def forget(self, pair: PrivacyLossPair) -> None:
         """Nothing is cached per pair."""
+
+    def held_bytes(self) -> int:
+        """Nothing is cached."""
+        return 0
 
     def _directions(self, pair: PrivacyLossPair) -> tuple:
         """Both orders, or only ``order`` (a symmetric pair's single direction stands for both)."""
@@ -597,7 +605,7 @@ def _cover(
         if scores[index] <= tolerance:
             break
         realised = [w for w in realised if np.any(w[1] >= best)]
-        if steps % _MEMORY_CHECK_EVERY == 0 and _held_bytes(active, realised) > max_bytes:
+        if steps % _MEMORY_CHECK_EVERY == 0 and _held_bytes(active, realised, lattice) > max_bytes:
             break
         steps += 1
         parent = active[index][0]
@@ -705,9 +713,12 @@ class QueryRefinement:
         return _pairs_bytes(self.upper_pairs + self.lower_pairs)
 
 
-def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]]) -> int:
-    """Bytes of the distinct pairs the cover still holds."""
-    return _pairs_bytes([p for c, _, _ in active for p in _uppers(c)] + [p for p, _ in realised])
+def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], lattice: _Lattice | _Exact) -> int:
+    """Bytes the cover still holds: the distinct pairs, their probe profiles and the lattice's cached
+    measures (a same-data block's are whole compositions, far larger than the pairs)."""
+    pairs = _pairs_bytes([p for c, _, _ in active for p in _uppers(c)] + [p for p, _ in realised])
+    profiles = sum(up.nbytes for _, up, _ in active) + sum(profile.nbytes for _, profile in realised)
+    return pairs + profiles + lattice.held_bytes()
 
 
 def _pairs_bytes(pairs: Iterable[PrivacyLossPair]) -> int:

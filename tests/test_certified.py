@@ -277,6 +277,19 @@ def test_peak_rss_within_cap_plus_300_mib_or_refusal_in_a_fresh_process():
         assert 0 < result["outcome"][0] <= result["outcome"][1]
 
 
+@pytest.mark.slow
+def test_worst_case_covers_stay_within_cap_plus_300_mib():
+    """A same-data block's cover holds its members' composed measures, which the cover's memory check did
+    not count (peak 542 MiB under a 192 MiB cap), and a short 2RR ledger's cover left its freed arrays in
+    the heap next to the composition (389 MiB)."""
+    cap = 192 * 2**20
+    for ledger in ("acc.compose(ps.ShuffledBinaryRR(300, 2.0), 8, same_data=True)", "acc.compose(ps.ShuffledBinaryRR(3000, 2.0), 32)"):
+        result = _capped_run(cap, ledger, 1e-6)
+        assert not isinstance(result["outcome"], str), result["outcome"]
+        assert result["rss"] <= cap + 300 * 2**20
+        assert 0 < result["outcome"][0] <= result["outcome"][1]
+
+
 def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
     import tracemalloc
 
