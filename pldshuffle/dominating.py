@@ -430,7 +430,7 @@ def _adaptive_terms(
     # rounds, ε(1e-6) ≥ 11.892 against 11.913 from the constant witnesses; no gain at n = 1e4).
     strategy = None
     if lower and 2 * end <= _LOWER_ADAPTIVE_POINTS and quotient == 1 and not rest:  # read only when this block is the whole ledger
-        strategy = _adaptive_lower(witnesses, rounds, spacing, 1, end, tilts, backend)
+        strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend)
     terms = (Term((blocks[rounds],), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
     return terms + ((Term((blocks[rest],), lows, 1, lower_count=rest),) if rest else ())
 
@@ -446,7 +446,7 @@ def _block_rounds(count: int) -> int:
 
 
 def _adaptive_lower(
-    witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, factor: int, hi: int, tilts: list[float], fft_backend: str
+    witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, hi: int, tilts: list[float], fft_backend: str
 ) -> LatticeDirection:
     """A lattice measure whose profile is, at every ``x``, at most the hockey-stick profile at ``x`` of some
     realisable adaptive strategy over ``rounds`` rounds (the witnesses in both orders, chosen round by
@@ -454,7 +454,7 @@ def _adaptive_lower(
     the whole ledger; being a maximum over strategies, not one pair, it must not be composed.
 
     The strategy is the one of :func:`pldshuffle.adaptive.adaptive_lower_profile` on the witnesses rounded
-    down onto the coarse lattice (spacing ``Δ·factor``).  The rounding offsets ``D ≥ 0`` only add loss, so
+    down onto the ledger's lattice, on the window ``-hi .. hi``.  The rounding offsets ``D ≥ 0`` only add loss, so
     the true value at ``x`` is at least the rounded one at ``x - t`` minus ``P[D < t]``, and since each
     round's offset comes from one of the options, ``P[D < t] ≤ e^{ct/Δ} Π_rounds max_o E_o[e^{-cd/Δ}]``
     (a supermartingale; the witnesses' rounding certificates) -- the same shift as for fixed witnesses.
@@ -462,9 +462,8 @@ def _adaptive_lower(
     ``α`` between lattice points, stays below the non-increasing value), lowered to their greatest convex
     minorant through ``(0, T^rounds)`` (``T`` the smallest witness mass, a lower bound at ``α = 0``).
     """
-    coarse = spacing * factor
-    options = [lower_direction(d.discretize(coarse)) for p in witnesses for d in p.directions]
-    values = adaptive_lower_profile(options, rounds, coarse, -hi, hi, tilts, fft_backend)
+    options = [lower_direction(d.discretize(spacing)) for p in witnesses for d in p.directions]
+    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
     penalty = rounding_penalty(np.max([o.offset_log_mgf for o in options], axis=0) * rounds, steps)
@@ -473,9 +472,9 @@ def _adaptive_lower(
         np.maximum(shifted[k:], values[:-k] - penalty[k], out=shifted[k:])
     total = min(float(o.masses.sum()) for o in options) ** rounds * (1.0 - 1e-12)
     below = np.minimum.accumulate(np.maximum(shifted[1:], 0.0))  # value one step right, made non-increasing
-    below[0] = min(below[0], total - float(np.exp(-hi * coarse)))  # the chord from (0, T) then stays below T - α ≤ V
-    target = _greatest_convex_minorant(below, total, -hi, coarse)
-    return _on_finer_lattice(_from_profile_below(np.maximum(target, 0.0), total, -hi, coarse), factor)
+    below[0] = min(below[0], total - float(np.exp(-hi * spacing)))  # the chord from (0, T) then stays below T - α ≤ V
+    target = _greatest_convex_minorant(below, total, -hi, spacing)
+    return _from_profile_below(np.maximum(target, 0.0), total, -hi, spacing)
 
 
 def _from_profile_below(target: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:
