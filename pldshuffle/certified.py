@@ -135,6 +135,12 @@ class CertifiedPLD:
         return sum(t.lower_count for t in self.terms)
 
     @property
+    def loss_cap(self) -> float:
+        """``Σ rounds·max_loss`` over the terms: the composed loss never exceeds it, so δ(ε) = 0 and ε(δ) ≤ it
+        at every δ (basic composition of pure DP; ``inf`` unless every term's mechanism bounds its loss)."""
+        return float(sum(t.lower_count * t.max_loss for t in self.terms))
+
+    @property
     def symmetric(self) -> bool:
         return all(len(t.upper) == 1 and all(len(w) == 1 for w in t.lower) for t in self.terms)
 
@@ -161,7 +167,7 @@ class CertifiedPLD:
         """Certified ``(lower, upper)`` on the smallest ε with δ(ε) ≤ ``delta`` (bisection on the same object)."""
         delta = check_delta(delta)
         if self._single_exact("upper") is None:
-            return invert(self._lower, delta, upper=False), invert(self._upper, delta, upper=True)
+            return invert(self._lower, delta, upper=False), min(invert(self._upper, delta, upper=True), self.loss_cap)
         # One round on exact pairs: bracket the costly exact curves by the lattice ones, and read only the
         # pairs that can matter (_single_lower_epsilon, _single_upper_epsilon).
         lattice = invert(self._lattice_upper, delta, upper=True)
@@ -171,7 +177,7 @@ class CertifiedPLD:
             # Split the cells that keep ε slightly above the lower end from being certified.
             refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta)
             lower = self._single_lower_epsilon(delta, lattice)  # datasets revealed by the splits may raise it
-        return lower, self._single_upper_epsilon(delta, lower, lattice)
+        return lower, min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
 
     def _single_lower_epsilon(self, delta: float, probe: float) -> float:
         """Lower end of ε for one round: any subset of the realisable pairs gives a lower bound, so only the
@@ -245,6 +251,7 @@ class CertifiedPLD:
             "upper_infinity_mass": max(c.infinity for c in ups),
             "fft_backend": "+".join(sorted({get_backend(self.fft_backend, r.size).name for r in reals})) or "none",
             "lower_witnesses": max(len(t.lower) for t in self.terms),
+            "loss_cap": self.loss_cap,
         }
 
     # ------------------------------------------------------------------ machinery
@@ -254,7 +261,8 @@ class CertifiedPLD:
     def _upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         exact = self._single_exact("upper")
         values = self._lattice_upper(eps)
-        return values if exact is None else np.minimum(values, exact(eps)[1])
+        values = values if exact is None else np.minimum(values, exact(eps)[1])
+        return np.where(eps >= self.loss_cap, 0.0, values)  # no composed loss exceeds the cap
 
     def _lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         exact = self._single_exact("lower")

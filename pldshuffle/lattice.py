@@ -88,6 +88,10 @@ class Term:
     #: strategy (``pldshuffle.dominating._adaptive_lower``).  A maximum over strategies, not one pair, so it
     #: is only read when the block is the whole ledger (never composed).
     adaptive_lower: LatticeDirection | None = None
+    #: Every outcome of one round of the mechanism has privacy loss in ``[-max_loss, max_loss]`` (ε0 when
+    #: the view is a post-processing of an ε0-LDP report), truncated outcomes included; caps ε (see
+    #: :attr:`pldshuffle.certified.CertifiedPLD.loss_cap`).
+    max_loss: float = math.inf
 
     def __post_init__(self) -> None:
         if self.count < 1 or not self.upper or not self.lower:

@@ -153,6 +153,31 @@ def test_infinite_epsilon_below_infinity_mass():
     assert b.upper == math.inf
 
 
+def test_ldp_views_cap_epsilon_at_rounds_times_local_epsilon():
+    # Every view of shuffled 2RR (and of kRR for the weak adversary) post-processes the differing user's
+    # ε0-LDP report, so ε ≤ rounds·ε0 at every δ: below the truncated mass booked at +∞ the upper end used to
+    # be infinite, and near the cap loose (n = 1000, ε0 = 8, 5 rounds, δ = 1e-15: ≤ 40.334).
+    for mech, rounds in ((ps.ShuffledBinaryRR(12, 1.0), 2), (ps.ShuffledBinaryRR(1000, 8.0), 5), (ps.ShuffledKRR(30, 3, local_epsilon=1.5, adversary="weak"), 3)):
+        acc = ps.FourierAccountant().compose(mech, rounds)
+        cap = rounds * mech.pair_family().max_loss
+        assert acc.certified_pld().loss_cap == pytest.approx(cap)
+        for delta in (1e-15, 1e-300):
+            b = acc.get_epsilon_bounds(delta)
+            assert b.lower <= b.upper <= cap
+            assert acc.get_delta_bounds(b.upper).upper <= delta
+        assert acc.get_delta_bounds(cap).upper == 0.0
+    # Exact check on the small 2RR ledger: ε(δ) never reaches the cap, and the bracket contains it.
+    p = 1.0 / (math.exp(1.0) + 1.0)
+    members = [pair_binary_rr(12, p, m) for m in range(12)]
+    b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(12, 1.0), 2).get_delta_bounds([1.9, 1.99])
+    for e, low, up in zip((1.9, 1.99), b.lower, b.upper):
+        exact = delta_adaptive(members, 2, e)
+        assert low <= exact + TOL and exact <= up + TOL
+    # The strong adversary sees the differing user's randomisation bit: no cap.
+    strong = ps.FourierAccountant().compose(ps.ShuffledKRR(30, 3, local_epsilon=1.5, adversary="strong"), 3)
+    assert strong.certified_pld().loss_cap == math.inf
+
+
 def test_memory_refusal_names_the_knob():
     acc = ps.FourierAccountant(max_memory_bytes=10_000).compose(_rr(100, 1.0, "khh21"), 8)
     with pytest.raises(ValueError, match="value_discretization_interval"):

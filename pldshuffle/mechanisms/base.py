@@ -11,6 +11,7 @@ dominating pair in ``upper`` and specific dataset pairs (lower bounds) in ``lowe
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,6 +110,12 @@ class PairFamily:
     merge_upper : bool
         Compose the ``upper`` members as one dominating envelope (one FFT composition) rather than one
         by one; the lower bound then composes a few representative members.
+    max_loss : float
+        Every outcome of one round of the mechanism has privacy loss in ``[-max_loss, max_loss]``,
+        truncated outcomes included (``local_epsilon`` when the analysed view is a post-processing of
+        ``local_epsilon``-LDP reports); ``inf`` when unknown or unbounded.  Then ε ≤ rounds·max_loss at
+        every δ (basic composition of pure DP), which caps the upper end where truncated mass booked at
+        +∞ would make it infinite.
     """
 
     upper: tuple[PrivacyLossPair, ...]
@@ -117,23 +124,28 @@ class PairFamily:
     caveats: tuple[str, ...] = ()
     cells: tuple[Cell, ...] | None = None  # refinable cover, when the mechanism offers one
     merge_upper: bool = False  # compose the upper members as one envelope rather than one by one
+    max_loss: float = math.inf
 
     def __post_init__(self) -> None:
         if not self.upper or not self.lower:
             raise ValueError("a PairFamily needs at least one upper and one lower member")
 
     @classmethod
-    def from_cells(cls, cells: tuple[Cell, ...], *, is_guarantee: bool = True, caveats: tuple[str, ...] = ()) -> PairFamily:
+    def from_cells(
+        cls, cells: tuple[Cell, ...], *, is_guarantee: bool = True, caveats: tuple[str, ...] = (), max_loss: float = math.inf
+    ) -> PairFamily:
         """A family given by a refinable cover of its datasets (the accountant branches and bounds).
 
         ``upper``/``lower`` are the initial cover's pairs; accountants that do not refine use those.
         """
-        return cls(tuple(c.upper for c in cells), tuple(c.lower for c in cells), is_guarantee, caveats, tuple(cells))
+        return cls(tuple(c.upper for c in cells), tuple(c.lower for c in cells), is_guarantee, caveats, tuple(cells), max_loss=max_loss)
 
     @classmethod
-    def exact(cls, *pairs: PrivacyLossPair, is_guarantee: bool = True, caveats: tuple[str, ...] = ()) -> PairFamily:
+    def exact(
+        cls, *pairs: PrivacyLossPair, is_guarantee: bool = True, caveats: tuple[str, ...] = (), max_loss: float = math.inf
+    ) -> PairFamily:
         """A family analysed exactly: the same members bound from above and below."""
-        return cls(tuple(pairs), tuple(pairs), is_guarantee, caveats)
+        return cls(tuple(pairs), tuple(pairs), is_guarantee, caveats, max_loss=max_loss)
 
 
 class ShuffleMechanism(ABC):

@@ -118,7 +118,9 @@ class ShuffledBinaryRR(ShuffleMechanism):
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
         if self.dataset == "khh21":
             caveat = "dataset pair 0^n vs 10^(n-1) only: a lower bound on the worst case over datasets"
-            return PairFamily.exact(self.dataset_pair(0, tail_mass=tail_mass), is_guarantee=False, caveats=(caveat,))
+            return PairFamily.exact(
+                self.dataset_pair(0, tail_mass=tail_mass), is_guarantee=False, caveats=(caveat,), max_loss=self.local_epsilon
+            )
         half = (self.num_users - 1) // 2  # δ_m = δ_{n-1-m}
         edges = np.unique(np.linspace(0, half + 1, min(_INITIAL_CELLS, half + 1) + 1).astype(np.int64))
         # A split cell's children revisit one of its pairs.  The cache only finds pairs that something
@@ -132,7 +134,9 @@ class ShuffledBinaryRR(ShuffleMechanism):
             return found
 
         cells = tuple(self._cell(int(a), int(b) - 1, pair) for a, b in zip(edges[:-1], edges[1:]))
-        return PairFamily.from_cells(cells)
+        # Every view is a post-processing of the differing user's ε0-LDP report (the cells' pairs too: they
+        # reveal some other users' bits), so no outcome's loss exceeds ε0.
+        return PairFamily.from_cells(cells, max_loss=self.local_epsilon)
 
     def _cell(self, first: int, last: int, pair: Callable[[int, int], PrivacyLossPair]) -> Cell:
         """Datasets with ``m ∈ [first, last]`` ones among the others.

@@ -389,6 +389,9 @@ class ShuffledKRR(ShuffleMechanism):
             common_lower, common_upper = common_value_pairs(n, k, self.epsilon0, (k - 1) * g, tail, context, advice)
             uppers, lowers = [*uppers, common_upper], [*lowers, common_lower]
         guarantee = self.adversary != "histogram"
+        # The weak and histogram views are post-processings of the differing user's ε0-LDP report; the
+        # strong adversary also sees that user's randomisation bit (infinite losses).
+        max_loss = self.epsilon0 if self.adversary in ("weak", "histogram") else math.inf
         if all(lo is up for lo, up in zip(lowers, uppers)):
-            return PairFamily.exact(*uppers, is_guarantee=guarantee, caveats=_CAVEATS[self.adversary])
-        return PairFamily(tuple(uppers), tuple(lowers), guarantee, _CAVEATS[self.adversary])
+            return PairFamily.exact(*uppers, is_guarantee=guarantee, caveats=_CAVEATS[self.adversary], max_loss=max_loss)
+        return PairFamily(tuple(uppers), tuple(lowers), guarantee, _CAVEATS[self.adversary], max_loss=max_loss)
