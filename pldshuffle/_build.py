@@ -86,7 +86,8 @@ def _build(
     for (mechanism, same_data), count in entries:
         report(f"building {mechanism.describe()} on a lattice of spacing {spacing:.3g}")
         fam = family(mechanism)
-        terms = tuple(replace(t, max_loss=fam.max_loss) for t in family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance))
+        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
+        terms = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
         _return_freed_memory()
         caveats = fam.caveats + (
             (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()

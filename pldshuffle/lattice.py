@@ -227,7 +227,8 @@ class Composite:
         with np.errstate(over="ignore", invalid="ignore"):
             # Read at the block's start: E counts the points from there, F weighs from the cell below it.
             below = (block - 1.0) * r.spacing
-            found = r.finite_delta(x) * (1.0 - r.relative_error - self.relative) - r.error_delta(below, r.fp_error) - r.folded_delta(below)
+            found = r.finite_delta(x) * (1.0 - r.relative_error - self.relative)
+            found = found - r.error_delta(below, r.fp_error) - r.folded_delta(below)
         return np.where(np.isnan(found), -np.inf, found)
 
     def _blocks(self, index: int) -> tuple[int, int, NDArray[np.float64]]:

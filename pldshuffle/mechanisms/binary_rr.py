@@ -244,9 +244,10 @@ def _pair_from_noise(noise: NDArray[np.float64], below: float, above: float, p: 
     eps0 = math.log1p(-p) - math.log(p)
     loss[prev == 0.0] = eps0
     loss[cur == 0.0] = -eps0
-    # P(N + X = j) = stay·N(j) + move·N(j-1) with (stay, move) = (1 - p, p) forward, swapped backward; both
-    # weights passed exactly (1 - (1 - p) is not p).  Unkept: below and above the range, N(first) without
-    # its lower neighbour and N(last) without its upper one.
-    forward = LossDistribution(loss[::-1], (q * cur + p * prev)[::-1], truncated_mass=min(below + noise[0] * q + above + noise[-1] * p, 1.0))
-    backward = LossDistribution(-loss, p * cur + q * prev, truncated_mass=min(below + noise[0] * p + above + noise[-1] * q, 1.0))
-    return PrivacyLossPair(forward, backward, label=label)
+    def direction(stay: float, move: float, losses: NDArray[np.float64], order: slice) -> LossDistribution:
+        # P(N + X = j) = stay·N(j) + move·N(j-1); both weights passed exactly (1 - (1 - p) is not p).
+        # Unkept: below and above the range, N(first) without its lower neighbour, N(last) without its upper one.
+        unkept = below + noise[0] * stay + above + noise[-1] * move
+        return LossDistribution(losses[order], (stay * cur + move * prev)[order], truncated_mass=min(unkept, 1.0))
+
+    return PrivacyLossPair(direction(q, p, loss, slice(None, None, -1)), direction(p, q, -loss, slice(None)), label=label)
