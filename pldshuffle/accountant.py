@@ -38,8 +38,8 @@ class FourierAccountant:
     ----------
     value_discretization_interval : float, optional
         Lattice spacing Δ.  Default: chosen once per ledger from the relative-gap target and an estimate of
-        ε (Δ ≈ target·ε/(8√rounds), :func:`pldshuffle.spacing.choose_spacing`), coarsened if the memory cap
-        requires it.
+        ε (Δ ≈ target·ε/(2√rounds), or /(8√rounds) for sparse pairs: :func:`pldshuffle.spacing.choose_spacing`),
+        coarsened if the memory cap requires it.
     tail_mass : float, optional
         Probability mass each mechanism may drop per truncated coordinate (booked at +∞ by the upper
         bound, never lost).  Default: ``min(1e-18, 1e-17/rounds)``, so the mass booked by a whole ledger

@@ -309,7 +309,7 @@ class CertifiedPLD:
                 combo = []
                 for t in self.terms:
                     wit = t.lower[min(w, len(t.lower) - 1)]
-                    combo.append((wit[min(d, len(wit) - 1)], t.lower_count))
+                    combo.append((wit[min(d, len(wit) - 1)].for_rounds(t.lower_count), t.lower_count))
                 combos.append(combo)
         if len(self.terms) == 1 and self.terms[0].count == 1 and self.terms[0].adaptive_lower is not None:
             # One block, the whole ledger: its adaptive lower profile is attained at each ε by a strategy of

@@ -462,7 +462,7 @@ def _adaptive_lower(
     ``α`` between lattice points, stays below the non-increasing value), lowered to their greatest convex
     minorant through ``(0, T^rounds)`` (``T`` the smallest witness mass, a lower bound at ``α = 0``).
     """
-    options = [lower_direction(d.discretize(spacing)) for p in witnesses for d in p.directions]
+    options = [lower_direction(d.discretize(spacing)).for_rounds(rounds) for p in witnesses for d in p.directions]
     values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))

@@ -1,16 +1,27 @@
 """Discretisation of exact loss distributions onto the lattice ``z_j = j·dx``.
 
-Two discretisations come out of one pass (core spec §4.1, strengthened):
+Two discretisations, both exact statements about every composition.  With ``u = e^{-S}`` (the likelihood
+ratio ``Q/P`` of an outcome), ``δ(ε) = E_P[(1 - e^{ε} u)_+]`` is convex in each round's ``u``:
 
 * **Upper** -- *connect the dots*: the mass ``ω`` at a loss ``s ∈ [z_j, z_{j+1})`` is split between
-  ``z_j`` and ``z_{j+1}`` so that both the mass and the ``e^{-s}``-moment are preserved.  With
-  ``u = e^{-S}`` the composed ``δ(ε) = E[(1 - e^{ε} u)_+]`` is convex in each round's ``u``, so this
-  mean-preserving spread can only increase ``δ`` after any number of compositions (Jensen, round by
+  ``z_j`` and ``z_{j+1}`` so that both the mass and the ``e^{-s}``-moment are preserved: a mean-preserving
+  *spread* of ``u``, which can only increase ``δ`` after any number of compositions (Jensen, round by
   round; cf. Doroshenko et al., PETS 2022).  Its error is second order in ``dx``.
-* **Lower** -- round down, ``s ↦ z_j``.  Every composed loss decreases by ``D = Σ d_i`` with
-  ``d_i = s_i - z_j ∈ [0, dx)``, so ``δ`` can only decrease.  The accountant later shifts the lower
-  bound back by a certified amount ``t`` using a Chernoff bound on ``P[D < t]``, which needs the
-  moment generating function of ``d``; it is recorded here (``rounding_log_mgf``).
+* **Lower** -- *merge to the lattice*, rounding down what cannot be merged: consecutive atoms are merged
+  into groups whose merged loss ``log(ΣP/ΣQ)`` is exactly a lattice point (one atom per group split
+  between two groups).  Merging outcomes is post-processing, so the merged pair is dominated by the exact
+  one in every composition: a mean-preserving *contraction* of ``u``, second order in ``dx`` where atoms
+  are dense (:func:`~pldshuffle._kernels.merge_to_lattice`).  The alternative, *rounding down* (groups
+  within one cell), moves every composed loss down by ``D = Σ d_i ≥ 0`` (the groups' offsets), so ``δ``
+  can only decrease, and the accountant shifts the lower bound back by a certified amount ``t`` using a
+  Chernoff bound on ``P[D < t]`` from the offsets' moment generating function (``rounding_log_mgf``;
+  merged groups have offset 0, and the rare group the merge cannot balance is rounded).  Rounding moves
+  the mean of ``u`` by ``O(dx)`` per round, which the shift recovers up to a few standard deviations of
+  ``D``; merging does not move it, so the lower end of a long composition of dense pairs (kRR, clones)
+  stays within ``O(dx²)`` per round of the upper one.  For sparse pairs (randomized response: two atoms
+  far apart) merging shrinks the loss's spread by ``O(dx)`` per round, which nothing recovers, and
+  rounding is better; :meth:`DiscretizedDirection.lower_errors` feeds the choice
+  (:meth:`pldshuffle.lattice.LatticeDirection.for_rounds`).
 
 The infinity mass and the truncated mass go to ``+inf`` for the upper bound; only the exact infinity
 mass is kept for the lower bound (truncated mass is deleted).
@@ -18,29 +29,83 @@ mass is kept for the lower bound (truncated mass is deleted).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import connect_the_dots, rounding_mgf
+from ._kernels import connect_the_dots, merge_to_lattice, rounding_mgf
 
-__all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "discretize"]
+__all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "discretize"]
 
 #: ``λ·dx`` values at which the rounding-offset MGF is recorded (Chernoff bound on ``P[D < t]``).
 ROUNDING_SCALES = np.geomspace(1e-3, 3e3, 56)
+#: Groups of the merged lower measure reach this far (lattice steps); the rounded one merges within a cell.
+_MERGED, _ROUNDED = 2**40, 0
+
+
+@dataclass(frozen=True, eq=False)
+class LowerMeasure:
+    """A lower lattice measure: masses ``masses[i]`` at ``(start + i)·spacing``, of which ``merged`` sit
+    exactly at their groups' loss; the rest are groups rounded down by at least ``offsets`` steps."""
+
+    start: int
+    masses: NDArray[np.float64]
+    merged: float
+    offsets: NDArray[np.float64]
+    offset_masses: NDArray[np.float64]
+
+    @cached_property
+    def rounding_mean(self) -> float:
+        """Mean offset (steps) over the measure."""
+        total = float(self.masses.sum())
+        return float(self.offsets @ self.offset_masses) / total if total > 0 else 0.0
+
+    @cached_property
+    def rounding_sd(self) -> float:
+        """Standard deviation of the offset (steps) over the measure."""
+        total = float(self.masses.sum())
+        if total <= 0:
+            return 0.0
+        second = float((self.offsets * self.offsets) @ self.offset_masses) / total
+        return math.sqrt(max(second - self.rounding_mean**2, 0.0))
+
+    @cached_property
+    def rounding_log_mgf(self) -> NDArray[np.float64]:
+        """``log Σ ω e^{-c·d}`` per scale c of ``ROUNDING_SCALES``.
+
+        Written as ``-c·d_min + log Σ ω e^{-c(d - d_min)}``: the term at ``d_min`` is ``e^0``, so the sum
+        cannot underflow (at large c the plain sum underflows to 0, which would understate the MGF).
+        """
+        positive = self.offset_masses > 0
+        d_min = 0.0 if self.merged > 0.0 or not np.any(positive) else float(self.offsets[positive].min())
+        with np.errstate(divide="ignore"):  # merged > 0 implies d_min = 0
+            log_mgf = np.log(self.merged + rounding_mgf(ROUNDING_SCALES, self.offsets - d_min, self.offset_masses))
+        return np.asarray(log_mgf - ROUNDING_SCALES * d_min, dtype=np.float64)
+
+    def moments(self, spacing: float) -> tuple[float, float]:
+        """Mean and variance of the loss under the normalised measure."""
+        z = (self.start + np.arange(self.masses.size)) * spacing
+        return _moments(z, self.masses)
+
+
+def _moments(z: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[float, float]:
+    total = float(masses.sum())
+    if total <= 0:
+        return 0.0, 0.0
+    mean = float(z @ masses) / total
+    return mean, float(((z - mean) ** 2) @ masses) / total
 
 
 @dataclass(frozen=True, eq=False)
 class DiscretizedDirection:
     """Upper and lower grid PLDs of one direction.
 
-    Masses ``upper[i]`` sit at loss ``(upper_start + i)·spacing``; likewise for ``lower``.
-    ``known_mass`` is the finite mass the lower bound starts from (before any later deletion),
-    ``rounding_log_mgf[c] = log Σ ω(s) exp(-ROUNDING_SCALES[c]·d(s)/spacing)`` over that mass, and
-    ``rounding_mean`` is the mean of ``d(s)/spacing`` under it.  The lower part is computed on first use
-    (a dominating cover only needs the upper one).
+    Masses ``upper[i]`` sit at loss ``(upper_start + i)·spacing``.  Two lower measures, computed on first
+    use (a dominating cover only needs the upper one): ``merged`` (groups reach any distance) and
+    ``rounded`` (groups stay within a cell: rounding down); :meth:`lower_errors` estimates what each costs.
     """
 
     spacing: float
@@ -51,44 +116,26 @@ class DiscretizedDirection:
     _losses: NDArray[np.float64] = field(repr=False)
     _masses: NDArray[np.float64] = field(repr=False)
 
-    @property
-    def lower_start(self) -> int:
-        return self.upper_start
+    @cached_property
+    def merged(self) -> LowerMeasure:
+        return LowerMeasure(*merge_to_lattice(self._losses, self._masses, self.spacing, _MERGED))
 
     @cached_property
-    def _cells(self) -> NDArray[np.int64]:
-        """Lattice cell of each point, counted from ``upper_start``."""
-        return np.floor(self._losses / self.spacing).astype(np.int64) - self.upper_start
+    def rounded(self) -> LowerMeasure:
+        return LowerMeasure(*merge_to_lattice(self._losses, self._masses, self.spacing, _ROUNDED))
 
-    @cached_property
-    def _frac(self) -> NDArray[np.float64]:
-        """Offset of each point within its cell, in units of the spacing (the clip guards the division's last ulp)."""
-        return np.clip(self._losses / self.spacing - (self._cells + self.upper_start), 0.0, 1.0)
+    def lower_errors(self) -> tuple[float, float, float, float]:
+        """Per round: the merged measure's deficits in the loss's mean and variance against the exact
+        PLD's, the exact variance, and the rounded measure's offset standard deviation (loss units).
 
-    @cached_property
-    def lower(self) -> NDArray[np.float64]:
-        return np.bincount(self._cells, weights=self._masses, minlength=self.upper.size)
-
-    @cached_property
-    def known_mass(self) -> float:
-        return float(self._masses.sum())
-
-    @cached_property
-    def rounding_mean(self) -> float:
-        return float(np.einsum("i,i->", self._frac, self._masses) / self.known_mass) if self.known_mass > 0 else 0.0
-
-    @cached_property
-    def rounding_log_mgf(self) -> NDArray[np.float64]:
-        """``log Σ ω e^{-c·frac}`` per scale c, computed on first use (only lower witnesses need it).
-
-        Written as ``-c·f_min + log Σ ω e^{-c(frac - f_min)}``: the term at ``f_min`` is ``e^0``, so the sum
-        cannot underflow (at large c the plain sum underflows to 0, which would understate the MGF).
+        A merged group of two atoms ``g`` apart moves the smaller one's share by ``g``: where atoms are
+        dense the deficits are ``O(Δ²)``, where they are sparse (few atoms, e.g. randomized response) the
+        mean's is ``O(Δ·g)``, the same order as rounding down, and (unlike rounding's offsets) no shift
+        recovers it after many rounds.  Only an estimate to choose between two valid lower measures.
         """
-        positive = self._masses > 0
-        f_min = float(self._frac[positive].min()) if np.any(positive) else 0.0
-        with np.errstate(divide="ignore"):
-            log_mgf = np.log(rounding_mgf(ROUNDING_SCALES, self._frac - f_min, self._masses)) - ROUNDING_SCALES * f_min
-        return np.asarray(log_mgf, dtype=np.float64)
+        mean, var = _moments(self._losses, self._masses)
+        merged_mean, merged_var = self.merged.moments(self.spacing)
+        return max(mean - merged_mean, 0.0), max(var - merged_var, 0.0), var, self.rounded.rounding_sd * self.spacing
 
 
 def discretize(

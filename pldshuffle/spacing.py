@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from .certified import TAIL_TOLERANCE
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
+from .lattice import lower_direction
 from .pld import PrivacyLossPair
 
 __all__ = ["choose_spacing", "composed_range", "relative_target"]
@@ -25,6 +26,12 @@ MIN_SCALE = 0.02
 MIN_SCALE_LONG = 0.05
 #: Ledgers of at most this many rounds are held to the relative target at every δ ≤ 1e-2.
 SHORT_LEDGER = 64
+#: Δ = target·ε/(divisor·√rounds): the coarser divisor where the lower witnesses' estimated error there is
+#: at most _LOWER_SHARE of the budget target·ε (merged onto the lattice, dense pairs: O(Δ²) per round), the
+#: finer one otherwise (sparse pairs: merging errs O(Δ·gap) per round, rounding down's shift O(Δ√rounds)).
+_COARSE_DIVISOR = 2.0
+_FINE_DIVISOR = 8.0
+_LOWER_SHARE = 0.1
 
 
 def relative_target(rounds: int) -> float:
@@ -101,26 +108,43 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
 def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
     """Lattice spacing for a ledger (one representative pair per entry, with its round count).
 
-    Δ ≈ target·ε/(8√rounds) from an estimate ε of :func:`composed_range` (for one round, 1e-2·ε: a single
+    Δ ≈ target·ε/(c√rounds) from an estimate ε of :func:`composed_range` (for one round, 1e-2·ε: a single
     round is answered off the lattice), never so fine that the composition window exceeds ``MAX_POINTS``
-    lattice points; clipped to [1e-7, 1e-2].  The lower end's certified shift costs about
-    ``6·Δ·√(rounds/12)`` in ε at δ = 1e-2 (six standard deviations of the summed rounding offsets), i.e.
-    0.43·target·ε with ``/4`` and 0.22·target·ε with ``/8``: the finer lattice leaves the rest of the budget
-    to dominating pairs that are not exact (kRR strong n = 1000, k = 4, γ = 0.25, 64 rounds, δ = 1e-2: gap
-    0.43 → 0.22 ‰ for 1.0 → 1.1 s; 2RR n = 1e4, ε0 = 2: see :func:`pldshuffle.dominating.family_term`).
+    lattice points; clipped to [1e-7, 1e-2].
+
+    ``c = 2`` where the pairs' lower witnesses are estimated to lose at most a tenth of the budget
+    ``target·ε`` on that lattice (:meth:`pldshuffle.lattice.LatticeDirection.lower_errors_for`): dense pairs,
+    merged onto the lattice, whose two ends err by ``O(Δ²)`` per round, so most of the budget goes to
+    dominating pairs that are not exact (kRR strong n = 1000, k = 4, γ = 0.25, 1e5 rounds, δ = 1e-6: gap
+    0.02, 0.07, 0.24, 1.06 ‰ with c = 8, 4, 2, 1; 2RR worst case n = 1e4, ε0 = 2, from c = 8 to 2: 64 rounds
+    0.76 → 0.77 ‰ at δ = 1e-2 in 7.8 → 5.3 s, 1e5 rounds 1.70 → 1.74 ‰ in 15.8 → 5.6 s).  ``c = 8``
+    otherwise: sparse pairs (2RR at n = 50, randomized response itself), where merging errs by ``O(Δ·gap)``
+    per round and rounding down's certified shift by about six standard deviations of the summed rounding
+    offsets, ``6·Δ·√(rounds/12)`` ≈ 0.22·target·ε (2RR n = 50, ε0 = 2, 1024 rounds, δ = 1e-6: 3.1 ‰ with
+    c = 2, 2.3 ‰ with c = 8).
 
     From 2 to ``SHORT_LEDGER`` rounds the 1e-3 target holds at every δ ≤ 1e-2, so ε is estimated at δ = 1e-2
     (the smallest ε, where a given absolute error weighs most; Chernoff and Gaussian) and resolved down to
     ``MIN_SCALE``.  Longer ledgers meet their 2e-3 target with the Chernoff estimate at δ = 1e-3 (floor
-    ``MIN_SCALE_LONG``); the finer lattice would triple the time and memory of 365 rounds of ``ShuffledBinaryRR(1e6, 2)``.
-    Their lattice's rounding dominates their gap, and halving Δ halves it for a third more time (kRR strong
-    n = 1000, k = 4, 1e5 rounds, δ = 1e-6: 1.37 → 0.66 ‰, 1.2 → 1.6 s; the year above 1.45 → 1.0 ‰, 5.5 → 6.3 s).
-    A single round keeps that estimate too: it is answered on the exact pairs, and the finer lattice
-    measured looser there (2RR n = 1e7, δ = 1e-8: gap 6.3e-4 instead of 4.1e-4).
+    ``MIN_SCALE_LONG``).  A single round keeps the 1e-2·ε rule: it is answered on the exact pairs, and a
+    finer lattice measured looser there (2RR n = 1e7, δ = 1e-8: gap 6.3e-4 instead of 4.1e-4).
     """
     rounds = sum(n for _, n in pairs)
     short = 1 < rounds <= SHORT_LEDGER  # one round is answered off the lattice (exact pairs)
     epsilon, width = composed_range(pairs, delta=1e-2 if short else 1e-3, gaussian=short)
     scale = max(epsilon, MIN_SCALE if short else MIN_SCALE_LONG)
-    spacing = 1e-2 * scale if rounds == 1 else target * scale / (8.0 * math.sqrt(rounds))
-    return float(np.clip(max(spacing, width / MAX_POINTS), 1e-7, 1e-2))
+
+    def clipped(spacing: float) -> float:
+        return float(np.clip(max(spacing, width / MAX_POINTS), 1e-7, 1e-2))
+
+    if rounds == 1:
+        return clipped(1e-2 * scale)
+    coarse = clipped(target * scale / (_COARSE_DIVISOR * math.sqrt(rounds)))
+    if sum(_lower_error(pair, count, coarse) for pair, count in pairs) <= _LOWER_SHARE * target * scale:
+        return coarse
+    return clipped(target * scale / (_FINE_DIVISOR * math.sqrt(rounds)))
+
+
+def _lower_error(pair: PrivacyLossPair, count: int, spacing: float) -> float:
+    """Estimated error in ε of the pair's lower witness (the worse order) composed ``count`` times at ``spacing``."""
+    return max(min(lower_direction(d.discretize(spacing)).lower_errors_for(count)) for d in pair.directions)

@@ -32,6 +32,7 @@ __all__ = [
     "jit",
     "lower_hull",
     "max_shifted_sum",
+    "merge_to_lattice",
     "num_threads",
     "profile_at_points",
     "rounding_mgf",
@@ -104,5 +105,5 @@ def num_threads() -> int:
 
 
 from .binomial import binomial_walk, two_binomial_cuts, two_binomial_pmf  # noqa: E402  (the submodules register with jit)
-from .profile import connect_the_dots, hockey_stick_profile, lower_hull, max_shifted_sum, profile_at_points, rounding_mgf  # noqa: E402
+from .profile import connect_the_dots, hockey_stick_profile, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402

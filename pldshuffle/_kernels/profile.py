@@ -1,4 +1,4 @@
-"""Hockey-stick profiles of lattice measures and the rounding-offset MGF (see :mod:`pldshuffle._kernels`)."""
+"""Hockey-stick profiles of lattice measures and the two discretisations onto the lattice (see :mod:`pldshuffle._kernels`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from . import compiled as _compiled
 from . import jit as _jit
 
-__all__ = ["connect_the_dots", "hockey_stick_profile", "lower_hull", "max_shifted_sum", "profile_at_points", "rounding_mgf"]
+__all__ = ["connect_the_dots", "hockey_stick_profile", "lower_hull", "max_shifted_sum", "merge_to_lattice", "profile_at_points", "rounding_mgf"]
 
 
 @_jit()
@@ -111,6 +111,9 @@ def profile_at_points(
     return _profile_at_points(*arrays)
 
 
+_U = 2.0**-53  # unit roundoff
+
+
 @_jit()
 def _rounding_mgf(scales: np.ndarray, frac: np.ndarray, masses: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
     out = np.zeros(scales.size)
@@ -124,6 +127,155 @@ def rounding_mgf(scales: NDArray[np.float64], frac: NDArray[np.float64], masses:
     """``Σ_i masses_i exp(-scales_c frac_i)`` for every scale, in O(len(scales)) memory."""
     _compiled()
     return _rounding_mgf(np.ascontiguousarray(scales), np.ascontiguousarray(frac), np.ascontiguousarray(masses))
+
+
+@_jit()
+def _r_up(z: float, s: float) -> float:  # pragma: no cover - jitted
+    # e^{z-s} - 1 rounded up: the bound covers the roundings of z = t·Δ, of z - s and of expm1.
+    r = math.expm1(z - s)
+    return r + 4.0 * _U * (1.0 + abs(r)) * (abs(z) + abs(s) + 1.0)
+
+
+@_jit()
+def _group_need(losses, masses, first, first_mass, end, end_mass, z):  # pragma: no cover - jitted
+    # Upper bound on Σ w (e^{z-s} - 1) over a group -- atom ``first`` holding ``first_mass``, whole atoms
+    # down to atom ``end``, which holds ``end_mass`` -- so ≤ 0 means the group's merged loss is ≥ z.
+    total, absum = 0.0, 0.0
+    for j in range(first, end - 1, -1):
+        w = first_mass if j == first else (end_mass if j == end else masses[j])
+        term = w * _r_up(z, losses[j])
+        total += term
+        absum += abs(term)
+    return total + 2.0 * (first - end + 2) * _U * absum
+
+
+@_jit()
+def _borrow(balanced, start, target, need, spacing, reach):  # pragma: no cover - jitted
+    # Merge into a group at z_target fractions of the balanced masses at most ``reach`` points (≥ 1) above it,
+    # nearest first, until ``need`` is covered: a mass at z_j stands for groups of loss ≥ z_j, so a fraction
+    # φ of it adds at most φ·m_j·(e^{(target-j)Δ} - 1) < 0 to the need.  Returns the mass moved, or -1
+    # (nothing moved) if those masses cannot cover it.
+    stop = min(start + balanced.size, target + max(reach, 1) + 1)
+    left, j = need, target + 1
+    while j < stop and left > 0.0:
+        left -= balanced[j - start] * -math.expm1((target - j) * spacing) * (1.0 - 8.0 * _U)
+        j += 1
+    if left > 0.0:
+        return -1.0
+    left, moved, j = need, 0.0, target + 1
+    while left > 0.0:
+        mass = balanced[j - start]
+        room = mass * -math.expm1((target - j) * spacing) * (1.0 - 8.0 * _U)
+        if room > 0.0:
+            take = mass if room <= left else min(mass, mass * (left / room) * (1.0 + 1e-12))
+            balanced[j - start] = (mass - take) * (1.0 - 2.0 * _U)
+            moved += take
+            left = left - room if take == mass else 0.0
+        j += 1
+    return moved
+
+
+@_jit()
+def _merge_to_lattice(losses, masses, spacing, start, size, reach):  # pragma: no cover - jitted
+    balanced = np.zeros(size)
+    rounded = np.zeros(size)
+    offsets = np.zeros(losses.size + 1)  # per rounded group: a lower bound on (its loss - its point)/Δ
+    offset_masses = np.zeros(losses.size + 1)
+    groups = 0
+    i = losses.size - 1
+    rest = masses[i]
+    while i >= 0:
+        first, first_mass = i, rest
+        t = math.floor(losses[i] / spacing)
+        z = t * spacing
+        excess, absum, weight, count = 0.0, 0.0, 0.0, 0
+        split = False
+        end_mass = rest
+        while i >= 0:
+            if count > 0 and losses[i] < (t - reach) * spacing:  # too far below to merge with: round instead
+                break
+            r = _r_up(z, losses[i])
+            w = rest
+            end_mass = w
+            if r > 0.0 and count > 0:
+                room = -(excess + 2.0 * (count + 1) * _U * absum)
+                if w * r > room * (1.0 - 1e-12):  # only part of this atom fits: it closes the group
+                    take = max(room, 0.0) / r * (1.0 - 1e-12)
+                    weight += take
+                    count += 1
+                    end_mass = take
+                    rest = (w - take) * (1.0 - 2.0 * _U)
+                    split = True
+                    break
+            excess += w * r
+            absum += abs(w * r)
+            weight += w
+            count += 1
+            i -= 1
+            if i >= 0:
+                rest = masses[i]
+        end = i if split else i + 1
+        bound = weight * (1.0 + 2.0 * (count + 1) * _U)  # ≥ the group's mass
+        weight *= 1.0 - 2.0 * (count + 1) * _U  # ≤ the group's mass
+        need = _group_need(losses, masses, first, first_mass, end, end_mass, z)
+        if need > 0.0:
+            # Only the group's first atom can push the need above 0, by a rounding hair (it sits on z):
+            # a hair of mass from above, or else a lattice point below.
+            moved = _borrow(balanced, start, t, need, spacing, reach)
+            if moved >= 0.0:
+                balanced[t - start] += (weight + moved) * (1.0 - 2.0 * _U)
+                continue
+            while need > 0.0:
+                t -= 1
+                need = _group_need(losses, masses, first, first_mass, end, end_mass, t * spacing)
+        elif split:
+            balanced[t - start] += weight
+            continue
+        elif i < 0 and t + 1 < start + size:
+            # The last group (lowest losses) has room left: lift it one step with masses from above.
+            moved = _borrow(balanced, start, t + 1, _group_need(losses, masses, first, first_mass, end, end_mass, (t + 1) * spacing), spacing, reach)
+            if moved >= 0.0:
+                balanced[t + 1 - start] += (weight + moved) * (1.0 - 2.0 * _U)
+                break
+        # A group that could not be balanced sits at z_t with its loss above: e^{z-m} = 1 + E/W, E ≤ need.
+        rounded[t - start] += weight
+        offsets[groups] = min(max(-math.log1p(max(need / bound, -0.5)) / spacing * (1.0 - 1e-9) - 1e-9, 0.0), 1.0)
+        offset_masses[groups] = weight
+        groups += 1
+    return balanced, rounded, offsets[:groups], offset_masses[:groups]
+
+
+def merge_to_lattice(
+    losses: NDArray[np.float64], masses: NDArray[np.float64], spacing: float, reach: int
+) -> tuple[int, NDArray[np.float64], float, NDArray[np.float64], NDArray[np.float64]]:
+    """A dominated lattice measure of a PLD: ``(first index, masses, merged mass, offsets, their masses)``.
+
+    Atoms (losses ascending) are swept from the top into groups of consecutive atoms, the last one split,
+    whose merged loss ``log(ΣP/ΣQ)`` is exactly the lattice point ``z`` below the group's first atom:
+    in ``u = e^{-s}`` the group's ``P``-weighted mean is ``e^{-z}``.  Merging outcomes is post-processing,
+    so such groups are dominated by the PLD in every composition: a mean-preserving *contraction* of
+    ``u``, the mirror image of :func:`connect_the_dots` (see :mod:`pldshuffle.grid`).  A group only merges
+    atoms within ``reach`` lattice steps of its point (where atoms are sparse, merging distant ones would
+    shrink the loss's spread, a first-order error in ε after many rounds); a group that cannot be
+    balanced that way -- and the last one (lowest losses), unless fractions of the merged masses above
+    lift it one step -- is rounded down to its point, and its offset (a lower bound on its loss minus the
+    point, in steps) is returned with its mass for the lower end's certified shift.  Every test is made
+    on upper bounds of ``e^{z-s} - 1`` and of the sums' rounding, so a group's loss is at least its
+    point, its mass at most its parts' and its offset at most the true one.  O(N) in one pass, plus
+    O(reach) per group that borrows.
+    """
+    _compiled()
+    if losses.size == 0:
+        return 0, np.zeros(1), 0.0, np.zeros(0), np.zeros(0)
+    start = int(np.floor(np.min(losses) / spacing)) - 2
+    size = int(np.floor(np.max(losses) / spacing)) + 2 - start
+    arrays = (np.ascontiguousarray(a, dtype=np.float64) for a in (losses, masses))
+    balanced, rounded, offsets, offset_masses = _merge_to_lattice(*arrays, float(spacing), start, size, int(reach))
+    merged = balanced + rounded
+    kept = np.flatnonzero(merged)
+    if kept.size == 0:
+        return 0, np.zeros(1), 0.0, offsets, offset_masses
+    return start + int(kept[0]), merged[kept[0] : kept[-1] + 1].copy(), float(balanced.sum()), offsets, offset_masses
 
 
 @_jit()
