@@ -71,8 +71,9 @@ def test_block_is_never_looser_than_the_composed_envelope_and_tighter_for_2rr(n,
     envelope = _bounds(ps.ShuffledBinaryRR(n, eps0), rounds, eps, adaptive=False, monkeypatch=monkeypatch)
     assert np.all(with_block.upper <= envelope.upper * (1 + 1e-9) + 1e-15)
     assert np.all(with_block.lower <= with_block.upper)
-    # Same witnesses; only the tilts they are realised with may differ (visible far below 1e-18).
-    np.testing.assert_allclose(with_block.lower, envelope.lower, rtol=1e-5, atol=1e-18)
+    # Same witnesses, plus the block's adaptive lower end (a realisable strategy): never lower (only the tilts
+    # the witnesses are realised with may differ, visible far below 1e-18).
+    assert np.all(with_block.lower >= envelope.lower * (1 - 1e-5) - 1e-18)
     material = envelope.upper > 1e-9
     # Shuffled 2RR is asymmetric: the recursion never takes the maximum over both orders of a dataset.
     assert np.max(1 - with_block.upper[material] / envelope.upper[material]) > 1e-3
@@ -118,11 +119,14 @@ def test_window_must_straddle_zero():
         adaptive_profile(options, [2], 0.1, 1, 10, _no_tail, [0.0])
 
 
-def test_adaptive_lower_end_of_a_single_block_and_not_beyond():
+@pytest.mark.parametrize("points", [2**16, 2**6])
+def test_adaptive_lower_end_of_a_single_block_and_not_beyond(points, monkeypatch):
     """One 2RR entry of at most 64 rounds: the lower end plays a realisable adaptive strategy (at each ε its
     own), above every fixed sequence and below the exact adaptive worst case.  Two entries: that lower
     profile is a maximum over strategies, not one pair, so it must not be composed (composed, it exceeded
-    the exact adaptive worst case of both orders of the entries by 3e-3 at ε = 0 here)."""
+    the exact adaptive worst case of both orders of the entries by 3e-3 at ε = 0 here).  With few points
+    the recursion runs on a coarsened lattice and its measure is embedded in the ledger's."""
+    monkeypatch.setattr(dominating, "_LOWER_ADAPTIVE_POINTS", points)
     eps = np.array([0.0, 0.2, 0.5, 1.0])
     first, second = ps.ShuffledBinaryRR(3, 1.0), ps.ShuffledBinaryRR(3, 0.5)
     members = {e0: [pair_binary_rr(3, 1.0 / (math.exp(e0) + 1.0), m) for m in range(3)] for e0 in (1.0, 0.5)}
@@ -130,7 +134,9 @@ def test_adaptive_lower_end_of_a_single_block_and_not_beyond():
     both = ps.FourierAccountant().compose(first, 2).compose(second, 2).get_delta_bounds(eps)
     for i, e in enumerate(eps):
         exact = delta_adaptive(members[1.0], 2, float(e))
-        assert exact * (1 - 1e-3) <= single.lower[i] <= exact * (1 + 1e-12) + 1e-15 <= single.upper[i] * (1 + 1e-12) + 2e-15
+        assert single.lower[i] <= exact * (1 + 1e-12) + 1e-15 <= single.upper[i] * (1 + 1e-12) + 2e-15
+        if points == 2**16:  # (64 points give up much of the adaptive gain: only soundness is checked)
+            assert exact * (1 - 1e-3) <= single.lower[i]
         orders = [
             delta_ledger_adaptive([("changing", members[a], 2), ("changing", members[b], 2)], e) for a, b in ((1.0, 0.5), (0.5, 1.0))
         ]
