@@ -227,6 +227,8 @@ def _merge_to_lattice(losses, masses, spacing, start, size, reach):  # pragma: n
                 continue
             while need > 0.0:
                 t -= 1
+                if t < start:  # every atom of the group is above z_start + 2Δ: cannot happen
+                    raise ValueError("merge_to_lattice: a group's loss fell below the lattice window")
                 need = _group_need(losses, masses, first, first_mass, end, end_mass, t * spacing)
         elif split:
             balanced[t - start] += weight
