@@ -40,11 +40,13 @@ def raw_delta(dist, eps: float, rounds: int = 1, *, upper: bool) -> float:
 
 
 def streamed_family(mechanism: ShuffledKRR, monkeypatch, bins: int = 2**16):
-    """The mechanism's family with streaming forced (exact limit 0) on a lattice of ``bins`` cells."""
+    """The mechanism's family with streaming forced (exact limit 0) on a lattice of ``bins`` cells, the
+    outer coordinate merged wherever its blocks allow (as for supports above ``UNMERGED_STREAM_LIMIT``)."""
     with monkeypatch.context() as m:
         for module in (krr_support, krr_histogram):  # where the limits are read
             m.setattr(module, "EXACT_SUPPORT_LIMIT", 0)
             m.setattr(module, "STREAM_GRID_BINS", bins)
+        m.setattr(krr_support, "UNMERGED_STREAM_LIMIT", 0)
         return mechanism.pair_family()
 
 
@@ -231,3 +233,13 @@ def test_merged_outer_blocks_bracket_the_exact_pair(adversary, n, k, gamma, tole
         d_exact = raw_delta(exact_dir, eps, rounds, upper=False)
         assert raw_delta(low_dir, eps, rounds, upper=False) <= d_exact * (1 + 1e-12) + 1e-300, eps
         assert raw_delta(up_dir, eps, rounds, upper=True) >= d_exact * (1 - 1e-12), eps
+
+
+def test_moderate_streamed_supports_are_not_merged_and_meet_the_one_round_target():
+    """Weak kRR, n = 2000, k = 3, ε0 = 1 (1.8e7 points, below UNMERGED_STREAM_LIMIT): streamed without merging
+    the outer coordinate, whose upper bound takes each block's extreme tilt (one round, δ = 1e-10: gap 1.3e-4
+    merged), so one round meets the 1e-4 target down to δ = 1e-10."""
+    accountant = ps.FourierAccountant().compose(ShuffledKRR(2000, 3, local_epsilon=1.0, adversary="weak"))
+    for delta in (1e-6, 1e-10):
+        bounds = accountant.get_epsilon_bounds(delta)
+        assert bounds.lower <= bounds.upper <= bounds.lower * (1 + 1e-4)

@@ -160,9 +160,9 @@ class ShuffledKRR(ShuffleMechanism):
     Supports of at most :data:`EXACT_SUPPORT_LIMIT` points are exact: ``O(S log S)`` time (a sort),
     ``O(S)`` memory.  Larger ones are streamed (never stored) onto a loss lattice of
     :data:`STREAM_GRID_BINS` cells, giving a strict lower and a strict upper pair (the family then has
-    ``lower != upper``); for ``"weak"``/``"histogram"`` the outer coordinate is first merged over blocks
-    of nearly equal tilt (:data:`MERGE_TOLERANCE`), which divides the points by the block size
-    (~``MERGE_TOLERANCE · nγ``).  Measured on a loaded 2-core machine (``k=4, ε0=2``, whole accountant
+    ``lower != upper``); for ``"weak"``/``"histogram"`` supports above ``UNMERGED_STREAM_LIMIT`` (2e8)
+    points first merge the outer coordinate over blocks of nearly equal tilt (:data:`MERGE_TOLERANCE`),
+    which divides the points by the block size (~``MERGE_TOLERANCE · nγ``).  Measured on a loaded 2-core machine (``k=4, ε0=2``, whole accountant
     query, δ=1e-6): strong ``n=1e7`` 64 rounds 6 s; weak ``n=1e5`` 10 rounds 5 s; weak ``n=1e6``
     10 rounds 29 s at 0.5 GiB peak.
 
