@@ -179,7 +179,8 @@ def adaptive_lower_profile(
     fft_backend: str = "auto",
 ) -> NDArray[np.float64]:
     """Lower bounds, at ``j = lo .. hi``, on the value ``V_rounds(z_j)`` of one *realisable* adaptive
-    strategy when every loss is exactly on the lattice (the options are realisable pairs rounded down).
+    strategy when every loss is exactly on the lattice (the options are realisable pairs merged or rounded
+    down onto it, :mod:`pldshuffle.grid`).
 
     ``V_0 = (1-e^x)_+`` and ``V_j(x) = E_{o*}[V_{j-1}(x-L)]`` where the strategy picks, at each remaining
     budget ``x``, the option ``o*`` whose certified lower bound is largest (the computed values are lower

@@ -9,9 +9,11 @@ the common lattice ``z_j = j·Δ``.  A term holds
   pairs).  Profile domination at every ``x`` is preserved by convolution with any non-negative measure,
   so the composition of the upper measures dominates any composition of the true pairs, whatever
   dataset each round uses.
-* ``lower``: witnesses -- specific realisable pairs, rounded *down* onto the lattice (each loss can
-  only decrease, so δ can only decrease) -- with the moment generating function of the rounding
-  offsets, which certifies a shift back up (``δ(ε) ≥ δ_down(ε - t) - P[D < t]``, ``D`` the summed offsets).
+* ``lower``: witnesses -- specific realisable pairs, merged onto the lattice (outcomes merged into groups
+  whose loss is exactly a lattice point: a post-processing, so every composition of them is dominated by
+  the true one) or, for sparse pairs, rounded *down* onto it (each loss can only decrease, so δ can only
+  decrease) with the moment generating function of the rounding offsets, which certifies a shift back up
+  (``δ(ε) ≥ δ_down(ε - t) - P[D < t]``, ``D`` the summed offsets); see :mod:`pldshuffle.grid`.
 
 Composition is lazy (``compose`` and ``self_compose`` only concatenate terms); the first query realises
 the composition once per tilt (:mod:`pldshuffle.composition`) and caches it, so every query of one

@@ -547,7 +547,7 @@ def _greatest_convex_minorant(values: NDArray[np.float64], total: float, lo: int
 
 
 def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:
-    """The first ``_WITNESSES`` realisable pairs rounded down onto the lattice (both orders each)."""
+    """The first ``_WITNESSES`` realisable pairs as lower lattice measures (both orders each; :func:`lower_direction`)."""
     return tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in pairs[:_WITNESSES])
 
 
