@@ -114,38 +114,60 @@ def test_merged_measure_of_a_dense_pld_keeps_its_mean_to_second_order():
     assert d.merged.merged >= 1.0 - 1e-6  # all but the top atom (on a lattice point, nothing above) sits exactly
 
 
-def lattice_pair(h: float, count: int, seed: int) -> tuple[ps.PairMechanism, np.ndarray, float]:
-    """A pair whose losses are ``(o - c)·h + κ``: P random on ``count`` outcomes, Q ∝ P·e^{-(o - c)h}."""
+def lattice_pair(h: float, count: int, seed: int) -> tuple[ps.PairMechanism, np.ndarray, np.ndarray, float]:
+    """A pair whose losses are ``(o - c)·h + κ``: P random on ``count`` outcomes, Q ∝ P·e^{-(o - c)h}.
+    Returns the mechanism, P, Q and κ."""
     rng = np.random.default_rng(seed)
     p = rng.random(count) + 0.2
     p /= p.sum()
     q = p * np.exp(-(np.arange(count) - count / 2) * h)
     q /= q.sum()
-    return ps.PairMechanism.from_probability_mass_functions(p, q), p, float(math.log(p[0] / q[0]))
+    return ps.PairMechanism.from_probability_mass_functions(p, q), p, q, float(math.log(p[0] / q[0]))
 
 
-def exact_delta(p: np.ndarray, h: float, kappa: float, rounds: int, eps: float) -> float:
-    """δ(ε) of ``rounds`` compositions of the forward direction: losses on the lattice ``(j - rounds·c)h``
+def exact_delta(p: np.ndarray, q: np.ndarray, h: float, kappa: float, rounds: int, eps: float) -> float:
+    """δ(ε) of ``rounds`` compositions, the larger of both orders: losses of ``P/Q`` on the lattice ``j·h``
     plus ``rounds·κ``, masses by repeated direct convolution (no FFT)."""
-    composed = np.ones(1)
+    composed_p, composed_q = np.ones(1), np.ones(1)
     for _ in range(rounds):
-        composed = np.convolve(composed, p)
-    losses = np.arange(composed.size) * h + rounds * kappa
-    above = losses > eps
-    return float(np.sum(composed[above] * -np.expm1(eps - losses[above])))
+        composed_p, composed_q = np.convolve(composed_p, p), np.convolve(composed_q, q)
+    losses = np.arange(composed_p.size) * h + rounds * kappa
+    forward, backward = losses > eps, -losses > eps
+    return max(
+        float(np.sum(composed_p[forward] * -np.expm1(eps - losses[forward]))),
+        float(np.sum(composed_q[backward] * -np.expm1(eps + losses[backward]))),
+    )
 
 
 def test_long_composition_of_a_dense_pair_is_tight_at_the_lower_end():
     # 60 outcomes 0.02 apart in loss, 48 rounds: the merged lower end is within O(Δ·h) per round of the
     # exact value (a rounded-down one would sit about six standard deviations of the summed offsets below).
     h, rounds = 0.02, 48
-    mech, p, kappa = lattice_pair(h, 60, seed=3)
+    mech, p, q, kappa = lattice_pair(h, 60, seed=3)
     acc = ps.FourierAccountant().compose(mech, rounds)
     for eps in (0.5, 1.5, 3.0):
         bounds = acc.get_delta_bounds(eps)
-        forward = exact_delta(p, h, kappa, rounds, eps)
-        assert bounds.lower <= forward * (1 + 1e-9) + 1e-15
-        assert forward <= bounds.upper * (1 + 1e-9) + 1e-15
+        exact = exact_delta(p, q, h, kappa, rounds, eps)
+        assert bounds.lower <= exact * (1 + 1e-9) + 1e-15
+        assert exact <= bounds.upper * (1 + 1e-9) + 1e-15
     for delta in (1e-3, 1e-8):
         b = acc.get_epsilon_bounds(delta)
         assert (b.upper - b.lower) <= 1e-4 * b.upper
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    h=st.sampled_from([0.003, 0.02, 0.1, 0.7]),
+    count=st.integers(2, 40),
+    rounds=st.integers(2, 60),
+    seed=st.integers(0, 2**31),
+    eps=st.floats(0.0, 4.0),
+)
+def test_compositions_of_dense_and_sparse_pairs_bracket_the_exact_value(h, count, rounds, seed, eps):
+    # Whichever lower measure each witness composes (merged for dense pairs, rounded for sparse ones),
+    # lower ≤ exact ≤ upper against direct convolution, both orders.
+    mech, p, q, kappa = lattice_pair(h, count, seed)
+    bounds = ps.FourierAccountant().compose(mech, rounds).get_delta_bounds(eps)
+    exact = exact_delta(p, q, h, kappa, rounds, eps)
+    assert bounds.lower <= exact * (1 + 1e-9) + 1e-15
+    assert exact <= bounds.upper * (1 + 1e-9) + 1e-15
