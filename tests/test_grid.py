@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 import pldshuffle as ps
 from pldshuffle.grid import discretize
-from pldshuffle.lattice import lower_direction
 
 EPS = np.linspace(-6.0, 6.0, 241)
 
