@@ -425,9 +425,8 @@ def _adaptive_terms(
         envelope[position[inside]] = np.minimum(envelope[position[inside]], values[inside])
         total = max(d.finite_mass + d.infinity for d in measures)
         blocks[r] = _convex_minorant(envelope, total, lo_r, spacing)
-    # A realisable adaptive strategy as a lower bound, where the recursion runs on the ledger's own lattice:
-    # on a coarser one its rounding offsets outweigh the adaptive gain (measured: n = 300, ε0 = 3, 64
-    # rounds, ε(1e-6) ≥ 11.892 against 11.913 from the constant witnesses; no gain at n = 1e4).
+    # A realisable adaptive strategy as a lower bound (on a coarsened lattice where the ledger's is too fine:
+    # merged witnesses lose only O(Δ²) per round there, see _adaptive_lower).
     strategy = None
     if lower and quotient == 1 and not rest:  # read only when this block is the whole ledger
         strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ._kernels import hockey_stick_profile
 from .composition import Factor, Realization
-from .grid import ROUNDING_SCALES
+from .grid import ROUNDING_SCALES, lower_error_estimates
 from .pld import PrivacyLossPair
 
 __all__ = [
@@ -70,25 +70,15 @@ class LatticeDirection:
     def factor(self, count: int) -> Factor:
         return Factor(self.start, self.masses, count)
 
-    def lower_errors_for(self, rounds: int) -> tuple[float, float]:
-        """Estimated errors in ε (loss units) of this merged measure and of its rounded-down alternative,
-        composed ``rounds`` times (see :meth:`for_rounds`)."""
-        mean_gap, var_gap, var, offset_sd = self.lower_errors
-        merged = rounds * mean_gap + 3.0 * rounds * var_gap / math.sqrt(max(rounds * var, 1e-300))
-        return merged, 6.0 * math.sqrt(rounds) * offset_sd
-
     def for_rounds(self, rounds: int) -> LatticeDirection:
         """The lower witness to compose ``rounds`` times: this merged measure, or its rounded-down
         alternative where that is estimated to lose less.
 
-        Both are valid; the estimates (:meth:`pldshuffle.grid.DiscretizedDirection.lower_errors`) are in
-        loss units: the merged measure loses ``rounds`` times its mean deficit plus the shift its variance
-        deficit causes three standard deviations out, the rounded one about six standard deviations of its
-        summed offsets (the certified shift of :func:`shift_certificate`).
+        Both are valid; the estimates are :func:`pldshuffle.grid.lower_error_estimates`.
         """
         if self.alternative is None:
             return self
-        merged, rounded = self.lower_errors_for(rounds)
+        merged, rounded = lower_error_estimates(self.lower_errors, rounds)
         return self if merged <= rounded else self.alternative
 
 

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from .certified import TAIL_TOLERANCE
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
-from .lattice import lower_direction
+from .grid import lower_error_estimates
 from .pld import PrivacyLossPair
 
 __all__ = ["choose_spacing", "composed_range", "relative_target"]
@@ -113,7 +113,7 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
     lattice points; clipped to [1e-7, 1e-2].
 
     ``c = 2`` where the pairs' lower witnesses are estimated to lose at most a tenth of the budget
-    ``target·ε`` on that lattice (:meth:`pldshuffle.lattice.LatticeDirection.lower_errors_for`): dense pairs,
+    ``target·ε`` on that lattice (:func:`pldshuffle.grid.lower_error_estimates`): dense pairs,
     merged onto the lattice, whose two ends err by ``O(Δ²)`` per round, so most of the budget goes to
     dominating pairs that are not exact (kRR strong n = 1000, k = 4, γ = 0.25, 1e5 rounds, δ = 1e-6: gap
     0.02, 0.07, 0.24, 1.06 ‰ with c = 8, 4, 2, 1; 2RR worst case n = 1e4, ε0 = 2, from c = 8 to 2: 64 rounds
@@ -147,4 +147,4 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
 
 def _lower_error(pair: PrivacyLossPair, count: int, spacing: float) -> float:
     """Estimated error in ε of the pair's lower witness (the worse order) composed ``count`` times at ``spacing``."""
-    return max(min(lower_direction(d.discretize(spacing)).lower_errors_for(count)) for d in pair.directions)
+    return max(min(lower_error_estimates(d.discretize(spacing).lower_errors(), count)) for d in pair.directions)
