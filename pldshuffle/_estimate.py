@@ -24,12 +24,10 @@ __all__ = ["SLOW_SECONDS", "estimated_seconds", "warn_if_slow"]
 #: (ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 1024 rounds, Δ = 1e-5; 2 CPU cores, scipy FFT).
 FFT_SECONDS = 1.0e-8
 #: Seconds per unit of (n·p(1-p))^(1/4) of the 2RR worst-case branch and bound (its pairs cost O(√(n p(1-p)))
-#: each, by recurrence, and fewer cells are needed as n grows): one round at ε0 = 1 took 3.1 s at n = 1e5,
-#: 6.6 s at n = 1e6, 9.5 s at n = 1e7 and 12.3 s at n = 1e8; 1.9 s at n = 1e6, ε0 = 4 (same machine).
-COVER_SECONDS = 0.3
-#: Beyond this sqrt(n·p(1-p)) the recurrence's error bound fails and the pairs are convolved directly,
-#: O(n·p(1-p)) each: seconds per unit of sqrt(n·p(1-p)) then (371 s at n = 1e8, ε0 = 1, before the recurrence).
-RECURRENCE_SD, CONVOLUTION_SECONDS = 6000.0, 8.4e-2
+#: each, by recurrence, and fewer cells are needed as n grows), and per unit of n·p(1-p) for the recurrence's
+#: restarts (O(window) each, O(√(n p(1-p))) of them per pair): one round at ε0 = 1 took 1.2 s at n = 1e5,
+#: 2.9 s at 1e6, 4.9 s at 1e7, 4.5 s at 1e8, 5.2 s at 1e9, 13 s at 1e10 and 53 s at 1e11 (2 CPU cores).
+COVER_SECONDS, RESTART_SECONDS = 0.065, 1.5e-9
 #: A same-data block's cover composes each cell's pair and a dataset of it ``count`` times: about this many
 #: compositions of the block's own window (measured on 2RR: 12 s at n = 300, 4 rounds; 22 s at n = 2000,
 #: 8 rounds; 35 s at n = 1e4, 16 rounds: 127, 100 and 73 times one composition's FFT cost).
@@ -50,14 +48,13 @@ def estimated_seconds(
 ) -> float:
     """Rough order-of-magnitude estimate of the seconds the accountant needs to build a ledger.
 
-    Calibrated on one 2-core machine (the constants ``FFT_SECONDS`` and ``COVER_SECONDS`` of this module
+    Calibrated on one 2-core machine (the constants ``FFT_SECONDS``, ``COVER_SECONDS`` and ``RESTART_SECONDS`` of this module
     name the measurements); expect a factor of 2-3 either way elsewhere.  Method: the sum of
 
     * the FFT compositions, ``TILTS × directions × (1 + witnesses) × FFT_SECONDS · W log2 W`` (none for a
       single round, which is answered without composing);
     * for each :class:`~pldshuffle.ShuffledBinaryRR` with ``dataset="worst"``, the branch and bound over
-      datasets, ``COVER_SECONDS · (n·p(1-p))^(1/4)`` with ``p = 1/(e^ε0 + 1)``, or
-      ``CONVOLUTION_SECONDS · (n·p(1-p))^(1/2)`` above ``RECURRENCE_SD``.
+      datasets, ``COVER_SECONDS · (n·p(1-p))^(1/4) + RESTART_SECONDS · n·p(1-p)`` with ``p = 1/(e^ε0 + 1)``;
 
     * for each same-data block of a worst case, its cover, ``BLOCK_COMPOSITIONS × TILTS × directions ×
       FFT_SECONDS · W_b log2 W_b`` for the block's own window ``W_b``.
@@ -90,7 +87,7 @@ def estimated_seconds(
         if isinstance(mechanism, ShuffledBinaryRR) and mechanism.dataset == "worst":
             p = mechanism.flip_probability
             sd = math.sqrt(mechanism.num_users * p * (1.0 - p))
-            seconds += COVER_SECONDS * math.sqrt(sd) if sd <= RECURRENCE_SD else CONVOLUTION_SECONDS * sd
+            seconds += COVER_SECONDS * math.sqrt(sd) + RESTART_SECONDS * sd * sd
     if sum(count for _, count in ledger) > 1 and window_points > 0:
         points = max(float(window_points), 2.0)
         seconds += TILTS * directions * (1 + witnesses) * FFT_SECONDS * points * math.log2(points)

@@ -22,13 +22,16 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import check_delta, check_epsilons, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
-from .certified import CertifiedPLD
+from .certified import CertifiedPLD, MemoryBudgetError
 from .fft import check_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism
 from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
 __all__ = ["FourierAccountant"]
+
+#: Pair families smaller than this are never refused for memory (well inside the 300 MiB allowance).
+_SMALL_FAMILY_BYTES = 64 * 2**20
 
 
 class FourierAccountant:
@@ -48,7 +51,9 @@ class FourierAccountant:
         "auto": numpy.fft below 2**15 points, else pyFFTW if installed, else scipy.fft (:mod:`pldshuffle.fft`).
     max_memory_bytes : int
         Refuse (:class:`~pldshuffle.certified.MemoryBudgetError`, a ``ValueError``, before allocating) a
-        composition whose working set would exceed this even on a coarser automatic lattice.
+        composition whose working set would exceed this even on a coarser automatic lattice, or a ledger
+        whose neighbouring pairs alone would take more than half of it (worst-case covers of
+        :class:`~pldshuffle.ShuffledBinaryRR` at ~1e10 users: ``ShuffleMechanism.family_bytes``).
     relative_gap_target : float, optional
         Override the automatic relative ε-gap target (1e-4 / 1e-3 / 2e-3 for 1 / ≤64 / more rounds).
     progress : callable, optional
@@ -150,6 +155,7 @@ class FourierAccountant:
         if not self._ledger:
             raise ValueError("nothing composed yet: call compose(mechanism, count) before querying")
         if self._pld is None:
+            self._check_family_memory()
             warned = warn_if_slow(self.ledger, self._report)  # from the parameters alone, before building families
             target = self.relative_gap_target or relative_target(self.rounds)
             spacing = self.value_discretization_interval or choose_spacing([(self._family(m).upper[0], n) for m, n in self.ledger], target)
@@ -160,6 +166,24 @@ class FourierAccountant:
             self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
                                      tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report)
         return self._pld
+
+    def _check_family_memory(self) -> None:
+        """Refuse, before building anything, a ledger whose pair families alone would take more than the
+        half of ``max_memory_bytes`` that the worst-case covers may hold (the composition has the rest).
+
+        Families under ``_SMALL_FAMILY_BYTES`` are built whatever the cap (a branch and bound over datasets
+        then stops refining at once: sound, only looser), so tiny caps still answer small ledgers.
+        """
+        needed = sum(m.family_bytes(tail_mass=self.ledger_tail_mass) for m, _ in self.ledger)
+        budget = self.max_memory_bytes / 2
+        if needed > max(budget, _SMALL_FAMILY_BYTES):
+            error = MemoryBudgetError(
+                f"the mechanisms' neighbouring pairs alone need ~{needed / 2**30:.2f} GiB, above half of "
+                f"max_memory_bytes={self.max_memory_bytes:,} (the other half is the composition's); raise "
+                "max_memory_bytes or use fewer users (a bound for fewer users also holds for more, by post-processing)"
+            )
+            error.needed, error.budget = float(needed), float(budget)
+            raise error
 
     # ------------------------------------------------------------------ queries
     def _labels(self) -> tuple[bool, tuple[str, ...], dict[str, Any]]:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -122,8 +123,12 @@ class Term:
 def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) -> float:
     """Mass at ``+∞`` of the composition, ``Π T^n - Π F^n`` (T total, F finite mass), rounded outward.
 
-    Written as ``Π F^n · expm1(Σ n log1p(I/F))`` (I the infinity mass): T and F can agree to the last bit
-    (I ≈ 1e-19 next to F ≈ 1), and their difference would then cancel to nothing.
+    Written as ``e^{L+G}·(1 - e^{-G})`` with ``L = Σ n log F`` and ``G = Σ n log1p(I/F)`` (I the infinity
+    mass), ``-expm1(-G)`` for the bracket: T and F can agree to the last bit (I ≈ 1e-19 next to F ≈ 1),
+    and their difference would then cancel to nothing; and ``G`` may be huge (2**40 rounds of I ≈ 1e-8),
+    where ``e^L·expm1(G)`` would overflow although the value is at most 1.  The slack covers the roundings
+    of ``e^x``, ``expm1`` and the products (a few u each, per part and per binary digit of ``n``) and the
+    absolute error of the exponents (≤ (parts + 3)·u·|L + G|, sums of same-signed terms).
     """
     log_finite, log_growth, log_total = 0.0, 0.0, 0.0
     for d, n in parts:
@@ -137,11 +142,15 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
         else:
             log_finite = -math.inf
     if log_finite == -math.inf:  # no finite part survives: everything is at +∞
-        value = math.exp(log_total)
+        value, exponent = math.exp(log_total), abs(log_total)
     else:
-        value = math.exp(log_finite) * math.expm1(log_growth)
-    slack = 16.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts))
-    return min(1.0, value * (1.0 + slack)) if upper else max(0.0, value * (1.0 - slack))
+        value, exponent = math.exp(log_finite + log_growth) * -math.expm1(-log_growth), abs(log_finite) + abs(log_growth)
+    slack = 16.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts)) + (len(parts) + 3) * _U * exponent
+    if not upper:
+        return max(0.0, value * (1.0 - slack))
+    # A positive mass below the normal range (e^L underflows) is not 0: the smallest normal double bounds it.
+    floor = sys.float_info.min if any(d.infinity > 0.0 for d, _ in parts) else 0.0
+    return min(1.0, max(value * (1.0 + slack), floor))
 
 
 def profile_at(direction: LatticeDirection, indices: NDArray[np.int64], spacing: float) -> NDArray[np.float64]:
@@ -294,7 +303,8 @@ def rounding_penalty(log_mgf: NDArray[np.float64], steps: NDArray[np.float64]) -
     """Bounds on ``P[D < t]`` at ``t = steps·Δ`` (``steps[0] = 0``) for rounding offsets ``D ≥ 0`` whose
     ``log E[e^{-cD/Δ}]`` is at most ``log_mgf[c]`` for each ``c`` in ``ROUNDING_SCALES``: Chernoff,
     ``min_c e^{c·steps + log_mgf[c]}``, and 0 for no shift."""
-    penalty = np.exp(np.min(ROUNDING_SCALES[:, None] * steps[None, :] + log_mgf[:, None], axis=0)) * (1.0 + 1e-12)
+    with np.errstate(over="ignore"):  # a bound above 1 (even +inf) is still a bound: the shift is then not used
+        penalty = np.exp(np.min(ROUNDING_SCALES[:, None] * steps[None, :] + log_mgf[:, None], axis=0)) * (1.0 + 1e-12)
     penalty[0] = 0.0  # D ≥ 0: no shift needs no correction
     return penalty
 

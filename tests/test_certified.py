@@ -182,6 +182,23 @@ def test_tiny_infinity_mass_is_not_lost_to_cancellation():
     assert compose_infinity([(LatticeDirection(0, np.zeros(1), 0.5), 3)], upper=True) >= 0.125
 
 
+@pytest.mark.parametrize("rounds", [2**20, 2**40, 2**62])
+def test_infinity_mass_of_very_many_rounds_does_not_overflow(rounds):
+    """2**40 rounds of I ≈ 7e-9 (kRR with a huge domain has 6.3e-9): expm1(Σ n log1p(I/F)) overflows a
+    double; the mass it stands for, 1 - (1 - I)^n (mpmath), is bracketed without overflow."""
+    mpmath = pytest.importorskip("mpmath")
+    from pldshuffle.lattice import LatticeDirection, compose_infinity
+
+    infinity = 2.0**-27  # total mass exactly 1 in binary
+    d = LatticeDirection(0, np.array([0.5, 0.5 - infinity]), infinity)
+    mpmath.mp.dps = 50
+    exact = 1 - (1 - mpmath.mpf(infinity)) ** rounds
+    lower, upper = compose_infinity([(d, rounds)], upper=False), compose_infinity([(d, rounds)], upper=True)
+    assert 0.0 <= lower <= exact <= upper <= 1.0
+    # The exponents' rounding (|n log F| ≈ n·I, absolute error ~u each) widens the bracket as n·I·u.
+    assert upper - lower <= 1e-9 * exact + 8 * rounds * infinity * 2.0**-53
+
+
 @pytest.mark.parametrize("rounds", [24, 80])
 def test_tiny_delta_against_high_precision_exact_composition(rounds):
     """δ = 1e-12 .. 1e-15 on a composed asymmetric pair: exact rational composition, mpmath evaluation."""
@@ -295,6 +312,17 @@ def test_worst_case_covers_stay_within_cap_plus_300_mib():
         assert not isinstance(result["outcome"], str), result["outcome"]
         assert result["rss"] <= cap + 300 * 2**20
         assert 0 < result["outcome"][0] <= result["outcome"][1]
+
+
+@pytest.mark.slow
+def test_a_billion_users_stay_within_cap_plus_300_mib():
+    """One round of the 2RR worst case at n = 1e9 (pairs of ~3.6e5 outcomes, by recurrence from
+    double-double binomial walks): answered in seconds within the cap (956 MiB peak under 1 GiB)."""
+    cap = 2**30
+    result = _capped_run(cap, "acc.compose(ps.ShuffledBinaryRR(10**9, 1.0))", 1e-8)
+    assert not isinstance(result["outcome"], str), result["outcome"]
+    assert result["rss"] <= cap + 300 * 2**20
+    assert 0 < result["outcome"][0] <= result["outcome"][1]
 
 
 def test_fixed_spacing_over_the_cap_is_refused_before_allocating():

@@ -33,19 +33,33 @@ def test_a_single_round_has_no_fft_cost():
     assert estimated_seconds([(KRR, 2)], 10**9) > SLOW_SECONDS
 
 
+def _no_family(mechanism):
+    raise RuntimeError("no family may be built before the warning or refusal")
+
+
 def test_big_case_warns_before_any_work():
-    """2RR worst case with n = 1e10 (pairs convolved directly, hours): warned before the families are built."""
+    """2RR worst case with n = 1e11 (~1 min: restarts of the recurrence, O(n) per pair): warned before the
+    families are built."""
     messages: list[str] = []
-    acc = ps.FourierAccountant(progress=messages.append).compose(ps.ShuffledBinaryRR(10**10, 1.0))
-
-    def refuse(mechanism):
-        raise RuntimeError("no family may be built before the warning")
-
-    acc._family = refuse  # the warning must come first; stop there instead of computing
+    acc = ps.FourierAccountant(progress=messages.append, max_memory_bytes=2**34).compose(ps.ShuffledBinaryRR(10**11, 1.0))
+    acc._family = _no_family  # the warning must come first; stop there instead of computing
     with pytest.warns(ps.SlowComputationWarning, match=r"estimated to take ~\d+ s") as record, pytest.raises(RuntimeError):
         acc.get_epsilon_bounds(1e-8)
     assert len(record) == 1 and messages == [str(record[0].message)]
     assert record[0].filename == __file__  # points at the user's query
+
+
+@pytest.mark.parametrize("num_users,max_memory_bytes", [(10**11, 2 * 2**30), (10**10, 2**29), (10**9, 2**27)])
+def test_pairs_beyond_the_memory_cap_are_refused_before_any_work(num_users, max_memory_bytes):
+    """The worst-case cover holds ~32 dataset pairs of ~640 bytes per sd of N_m: refused up front, with the
+    estimate and how to shrink the request, when that exceeds half the cap."""
+    mechanism = ps.ShuffledBinaryRR(num_users, 1.0)
+    assert mechanism.family_bytes() > max_memory_bytes / 2
+    acc = ps.FourierAccountant(max_memory_bytes=max_memory_bytes).compose(mechanism)
+    acc._family = _no_family
+    with pytest.raises(ps.certified.MemoryBudgetError, match=r"GiB, above half of max_memory_bytes=.*fewer users") as info:
+        acc.get_epsilon_bounds(1e-8)
+    assert info.value.needed > info.value.budget == max_memory_bytes / 2
 
 
 def test_fft_cost_warns_once_spacing_is_known():

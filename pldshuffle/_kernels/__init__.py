@@ -39,6 +39,7 @@ __all__ = [
     "stream_tilted_points",
     "two_binomial_cuts",
     "two_binomial_pmf",
+    "window_dot_error",
 ]
 
 _JIT_OPTIONS: dict[tuple[str, str], dict[str, object]] = {}
@@ -104,6 +105,6 @@ def num_threads() -> int:
     return int(numba.get_num_threads())
 
 
-from .binomial import binomial_walk, two_binomial_cuts, two_binomial_pmf  # noqa: E402  (the submodules register with jit)
+from .binomial import binomial_walk, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
 from .profile import connect_the_dots, hockey_stick_profile, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402

@@ -165,3 +165,12 @@ class ShuffleMechanism(ABC):
     @abstractmethod
     def describe(self) -> str:
         """One line naming the mechanism, its parameters, the neighbouring relation and adversary."""
+
+    def family_bytes(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """A-priori estimate of the memory (bytes) its pair family holds while the accountant uses it, so
+        that a request beyond ``max_memory_bytes`` is refused before anything is built.
+
+        Default 0: mechanisms whose pairs are small next to the composition, or that refuse oversized
+        supports themselves, need no estimate.
+        """
+        return 0.0

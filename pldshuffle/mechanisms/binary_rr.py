@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from .._validation import MAX_COUNT, check_choice, check_int, check_local_epsilon
 from ..pld import LossDistribution, PrivacyLossPair
-from .._kernels import binomial_walk, two_binomial_pmf
+from .._kernels import binomial_walk, two_binomial_pmf, window_dot_error
 from ._binomial import binomial_pmf, two_binomial_tails
 from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 
@@ -32,6 +32,9 @@ __all__ = ["ShuffledBinaryRR"]
 #: Bytes per standard deviation of N_m held while one dataset pair is built (binomial windows of ±13 sd, their
 #: convolution, cumulative sums and the pair's two directions: ~10 float64 arrays of ~26 sd points).
 _BYTES_PER_SD = 2048
+#: Bytes per standard deviation of N_m that a finished dataset pair holds (losses and masses of both
+#: directions over the ~18.6 sd between the Chernoff cuts at tail 1e-18: 588 measured at n = 1e10).
+_HELD_BYTES_PER_SD = 640
 #: Dataset pairs larger than this are refused up front.
 _MAX_PAIR_BYTES = 2**33
 #: Cells of the initial cover of the datasets m = 0..(n-1)/2 (refined by the accountant's branch and bound).
@@ -48,9 +51,9 @@ _RECURRENCE_WINDOW = 64
 _SEGMENT = 4096
 #: ... if its a-priori relative error bound is below this, else from the convolution.  The masses may be off
 #: by MASS_RTOL = 1e-10 relative (the rest of a mass's rounding is a few u) and the losses, log-ratios of
-#: neighbours, by LOSS_ATOL = 1e-9 (twice this, at most).  The bound holds up to n ≈ 2e8 at ε0 = 1.
+#: neighbours, by LOSS_ATOL = 1e-9 (twice this, at most).  The windows (double-double walks) and the start
+#: values (compensated dot products) take ~1e-14 of it at any n, the segments ≤ 1.1e-11.
 _RECURRENCE_RTOL = 8e-11
-_U = float(np.finfo(np.float64).eps) / 2.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,15 @@ class ShuffledBinaryRR(ShuffleMechanism):
             return Cell(split=split, label=label, make_members=members)
         return Cell(lambda: pair(n - width, first), lambda: pair(n, exact_m), split, label)
 
+    def family_bytes(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """Bytes the worst-case cover holds at least: the initial cells' upper and lower dataset pairs
+        (``_HELD_BYTES_PER_SD`` per sd of N_m each) and one pair being built (``_BYTES_PER_SD``);
+        one pair for ``dataset="khh21"``."""
+        p = self.flip_probability
+        sd = math.sqrt(self.num_users * p * (1.0 - p))
+        pairs = 1 if self.dataset == "khh21" else 2 * min(_INITIAL_CELLS, (self.num_users - 1) // 2 + 1)
+        return (pairs * _HELD_BYTES_PER_SD + _BYTES_PER_SD) * sd
+
     def dataset_pair(self, ones_among_others: int, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PrivacyLossPair:
         """Exact pair ``(P_m, Q_m)`` for ``m = ones_among_others`` (O(√n) time and support after windowing).
 
@@ -206,8 +218,8 @@ def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[n
         first, last = max(cut_lo + 1, ones - hi1 + lo0 + 1), min(cut_hi - 1, ones - lo1 + hi0 - 1)
         if first == cut_lo + 1 and last == cut_hi - 1 and last - first > 2:
             noise, smallest, growth = two_binomial_pmf(flipped, lo1, raised, lo0, ones, zeros, p, first, last, _SEGMENT)
-            # Start values: the windows' errors and ≤ u per term of the dot products; then the recurrence's.
-            error = errors + (min(flipped.size, raised.size) + 1) * _U + growth
+            # Start values: the windows' errors and the compensated dot products'; then the recurrence's.
+            error = errors + window_dot_error(min(flipped.size, raised.size)) + growth
             if smallest > 0.0 and dropped / smallest + error <= _RECURRENCE_RTOL:
                 half = tail_mass / 2.0
                 return noise, half, half
