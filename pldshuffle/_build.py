@@ -84,9 +84,10 @@ def _build(
 ) -> CertifiedPLD:
     pld = None
     for (mechanism, same_data), count in entries:
-        report(f"building {mechanism.describe()} on a lattice of spacing {spacing:.3g}")
         fam = family(mechanism)
-        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance)
+        cover = " (branch and bound over datasets)" if fam.cells is not None else ""
+        report(f"discretising {mechanism.describe()} on a lattice of spacing {spacing:.3g}{cover}")
+        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report)
         terms = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
         _return_freed_memory()
         caveats = fam.caveats + (

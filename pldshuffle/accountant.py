@@ -142,6 +142,8 @@ class FourierAccountant:
         if key not in self._families:
             # Families truncated for another ledger size are not needed again (they can be large).
             self._families = {k: v for k, v in self._families.items() if k[1] == key[1]}
+            # Reported before the work: some families take seconds (kRR weak at 1e6 users: ~12 s).
+            self._report(f"building the neighbouring pairs of {mechanism.describe()}")
             self._families[key] = mechanism.pair_family(tail_mass=key[1])
         return self._families[key]
 

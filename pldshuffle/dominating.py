@@ -27,6 +27,7 @@ realisable members that attain the lower envelope most often.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -51,6 +52,8 @@ _FLOOR = 1e-30
 _MAX_CELLS = 1600
 #: The memory held by the cover is summed every this many splits (each adds about three pairs).
 _MEMORY_CHECK_EVERY = 8
+#: Seconds between progress messages of a branch and bound over datasets.
+_REPORT_SECONDS = 2.0
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).
 _MAX_BLOCK_CELLS = 24
 #: Splits one single-round query may add to the cover.
@@ -293,8 +296,11 @@ def family_term(
     same_data: bool = False,
     options: dict | None = None,
     tolerance: float = _CELL_TOLERANCE,
+    report: Callable[[str], None] | None = None,
 ) -> tuple[Term, ...]:
     """The certified terms of ``count`` rounds of a mechanism given by its pair family.
+
+    ``report`` (optional) receives a progress message every few seconds of a branch and bound over datasets.
 
     ``same_data=False`` (default): per-round envelope, composed ``count`` times (data may change between
     rounds); for a family of cells, blocks of up to ``_BLOCK_ROUNDS`` rounds bounded by the adaptive
@@ -322,7 +328,7 @@ def family_term(
     short = adaptive and count <= SHORT_LEDGER
     fine_cover = short or (adaptive and _block_rounds(count) == _LONG_BLOCK_ROUNDS)
     cover_tolerance = tolerance / 4 if short else tolerance / 2 if fine_cover else tolerance
-    kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=max_bytes)
+    kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=max_bytes, report=report)
     kept = [p for c in kept_cells for p in _uppers(c)]
     up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
@@ -330,7 +336,7 @@ def family_term(
         # Each member composed count times on a coarser lattice (its measures embed into the ledger's).
         coarse = spacing * _BLOCK_COARSENING
         block = _Lattice(coarse, lambda p: _composed_directions(p, coarse, count, options))
-        block_cells, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes)
+        block_cells, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes, report=report)
         block_kept = [p for c in block_cells for p in _uppers(c)]
         # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
         # the block too (it holds for any data): keep the better of the two at every x, so the same-data
@@ -344,6 +350,8 @@ def family_term(
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
     if count > 1:  # the exact pairs only serve a single round
         if adaptive:
+            if report is not None:
+                report(f"bounding blocks of rounds adaptively ({len(kept_cells)} cells)")
             blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options)
             if blocks is not None:
                 return blocks
@@ -557,9 +565,10 @@ def _cover(
     max_cells: int = _MAX_CELLS,
     tolerance: float = _CELL_TOLERANCE,
     max_bytes: float = math.inf,
+    report: Callable[[str], None] | None = None,
 ) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
     """Dominating pairs covering every member, the lower witnesses, and the realised members that attain
-    the realisable envelope somewhere (branch and bound).
+    the realisable envelope somewhere (branch and bound; ``report`` hears of it every ``_REPORT_SECONDS``).
 
     Memory: a split cell's pairs are released; realised members that attain the realisable envelope at
     no probe point are dropped (they cannot raise a lower bound there); the refinement stops early --
@@ -603,8 +612,11 @@ def _cover(
     # the cell about to be split (O(probes) per step instead of O(cells × probes)).
     scores = [excess(up) for _, up, _ in active]
     fresh_scores = [True] * len(active)
-    steps = 0
+    steps, last_report = 0, time.monotonic()
     while steps < max_cells:
+        if report is not None and time.monotonic() - last_report >= _REPORT_SECONDS:
+            report(f"branch and bound over datasets: {steps} cells split, {len(active)} kept, largest excess {max(scores):.2g}")
+            last_report = time.monotonic()
         index = int(np.argmax(scores))
         if not fresh_scores[index]:
             scores[index], fresh_scores[index] = excess(active[index][1]), True

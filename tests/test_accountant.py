@@ -257,3 +257,25 @@ def test_binary_rr_changing_data_covers_the_adaptive_worst_case(n, eps0, rounds)
     assert max(gains) > 1e-4  # the adaptive adversary's advantage is real here: the check can tell them apart
     # The lower end plays a realisable adaptive strategy too: it is above every fixed sequence somewhere.
     assert max(caught) > 0.5 * max(gains)
+
+
+def test_progress_announces_each_stage_before_its_work(monkeypatch):
+    """A family is announced before it is built (kRR weak at 1e6 users takes ~12 s to build), and a branch
+    and bound over datasets reports while it runs (every _REPORT_SECONDS)."""
+    from pldshuffle import dominating
+
+    monkeypatch.setattr(dominating, "_REPORT_SECONDS", 0.0)
+    messages: list[str] = []
+    mechanism = _rr(300, 1.0, "worst")
+    real = type(mechanism).pair_family
+
+    def pair_family(self, **kwargs):
+        assert messages and messages[-1].startswith("building the neighbouring pairs of shuffled binary")
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(type(mechanism), "pair_family", pair_family)
+    ps.FourierAccountant(progress=messages.append).compose(mechanism, 4).get_epsilon_bounds(1e-6)
+    stages = [m.split(" ")[0] for m in messages]
+    assert stages.index("building") < stages.index("discretising") < stages.index("composing")
+    assert any(m.startswith("branch and bound over datasets: ") for m in messages)
+    assert any(m.startswith("bounding blocks of rounds adaptively") for m in messages)
