@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from ._kernels import connect_the_dots, merge_to_lattice, rounding_mgf
 
-__all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "discretize", "lower_error_estimates"]
+__all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "discretize", "lower_error_estimates", "moments"]
 
 #: ``λ·dx`` values at which the rounding-offset MGF is recorded (Chernoff bound on ``P[D < t]``).
 ROUNDING_SCALES = np.geomspace(1e-3, 3e3, 56)
@@ -88,10 +88,11 @@ class LowerMeasure:
     def moments(self, spacing: float) -> tuple[float, float]:
         """Mean and variance of the loss under the normalised measure."""
         z = (self.start + np.arange(self.masses.size)) * spacing
-        return _moments(z, self.masses)
+        return moments(z, self.masses)
 
 
-def _moments(z: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[float, float]:
+def moments(z: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[float, float]:
+    """Mean and variance of the (unnormalised) measure ``masses`` at the points ``z``; ``(0, 0)`` if empty."""
     total = float(masses.sum())
     if total <= 0:
         return 0.0, 0.0
@@ -133,7 +134,7 @@ class DiscretizedDirection:
         mean's is ``O(Δ·g)``, the same order as rounding down, and (unlike rounding's offsets) no shift
         recovers it after many rounds.  Only an estimate to choose between two valid lower measures.
         """
-        mean, var = _moments(self._losses, self._masses)
+        mean, var = moments(self._losses, self._masses)
         merged_mean, merged_var = self.merged.moments(self.spacing)
         return max(mean - merged_mean, 0.0), max(var - merged_var, 0.0), var, self.rounded.rounding_sd * self.spacing
 

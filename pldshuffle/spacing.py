@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from .certified import TAIL_TOLERANCE
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
-from .grid import lower_error_estimates
+from .grid import lower_error_estimates, moments
 from .pld import PrivacyLossPair
 
 __all__ = ["choose_spacing", "composed_range", "relative_target"]
@@ -79,11 +79,8 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
 
     mean = var = 0.0
     for f in factors:
-        z = (f.start + np.arange(f.masses.size)) * spacing
-        total = float(f.masses.sum())
-        m1 = float(f.masses @ z) / total
-        mean += f.count * m1
-        var += f.count * max(float(f.masses @ (z * z)) / total - m1 * m1, 0.0)
+        m1, v1 = moments((f.start + np.arange(f.masses.size)) * spacing, f.masses)
+        mean, var = mean + f.count * m1, var + f.count * v1
     sd = math.sqrt(var)
     if not sd > 0.0 or not math.isfinite(ceiling) or ceiling <= 0.0:
         return ceiling
