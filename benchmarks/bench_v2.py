@@ -66,6 +66,9 @@ def _child(code: str, timeout: float) -> dict[str, Any]:
 _CASES = [
     ("krr_strong_64_rounds_all_deltas", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 64)",
      (1e-2, 1e-6, 1e-10, 1e-12, 1e-15), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 64}),
+    # The whole-process comparison with dp-accounting: one query, as the peer's row.
+    ("krr_strong_64_rounds_one_query", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 64)",
+     (1e-6,), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 64}),
     ("krr_strong_1024_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 1024)",
      (1e-6, 1e-12), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 1024}),
     ("krr_strong_1e5_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 100000)",
@@ -84,6 +87,8 @@ _CASES = [
      (1e-8,), {"n": 10**6, "local_epsilon": 2.0, "rounds": 365}),
     ("2rr_worst_1e7_one_round", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**7, 1.0))",
      (1e-8,), {"n": 10**7, "local_epsilon": 1.0, "rounds": 1}),
+    ("2rr_worst_1e9_one_round", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**9, 1.0))",
+     (1e-8,), {"n": 10**9, "local_epsilon": 1.0, "rounds": 1}),
     ("krr_weak_1e5_10_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**5, 4, local_epsilon=2.0, adversary='weak'), 10)",
      (1e-6,), {"n": 10**5, "k": 4, "local_epsilon": 2.0, "rounds": 10}),
     ("krr_weak_1e6_10_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**6, 4, local_epsilon=2.0, adversary='weak'), 10)",
@@ -93,7 +98,7 @@ _CASES = [
 ]
 #: Cases known to be slow get a shorter limit (an error row records the timeout).
 _TIMEOUTS = {"2rr_worst_1e7_one_round": 150}
-_QUICK = {"krr_strong_64_rounds_all_deltas", "krr_strong_1024_rounds", "2rr_worst_1e4_64_rounds"}
+_QUICK = {"krr_strong_64_rounds_all_deltas", "krr_strong_64_rounds_one_query", "krr_strong_1024_rounds", "2rr_worst_1e4_64_rounds"}
 
 
 def run(quick: bool = False) -> dict[str, Any]:
