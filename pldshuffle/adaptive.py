@@ -214,7 +214,8 @@ def adaptive_lower_profile(
                 low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
                 candidate = own_o + low
                 np.maximum(best, candidate - 4.0 * _U * np.abs(candidate), out=best)
-        floor = smallest**j * (1.0 - 4.0 * _U * (j + 1)) - np.exp(x) * (1.0 + 4.0 * _U)
+        with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
+            floor = smallest**j * (1.0 - 4.0 * _U * (j + 1)) - np.exp(x) * (1.0 + 4.0 * _U)
         value = np.maximum(np.maximum(best, floor), 0.0)
     result: NDArray[np.float64] = value
     return result

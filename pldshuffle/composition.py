@@ -163,11 +163,16 @@ class Realization:
         over the lattice points above ε (θ > 0), or the square root of their number (θ = 0).
         """
         eps = np.asarray(epsilon, dtype=np.float64)
+        if l2_tilted == 0.0:
+            return np.zeros(eps.shape)
         dx, theta = self.spacing, self.theta
         j0 = np.floor(eps / dx) + 1.0
         if theta == 0.0:
+            # A scale past e^709 (a dominating measure's mass, above 1, after ~1e12 rounds) gives inf: no bound.
             count = np.maximum(self.lo_index + self.size - np.maximum(j0, self.lo_index), 0.0)
-            return l2_tilted * math.exp(self.log_scale) * np.sqrt(count)
+            scale = math.exp(self.log_scale) if self.log_scale < 709.0 else math.inf
+            with np.errstate(invalid="ignore"):
+                return np.where(count > 0.0, l2_tilted * scale * np.sqrt(count), 0.0)
         with np.errstate(over="ignore"):
             value = np.exp(self.log_scale - theta * j0 * dx) / math.sqrt(-math.expm1(-2.0 * theta * dx))
         return l2_tilted * value * (1.0 + 4.0 * _U)
@@ -253,7 +258,8 @@ def realize(
     below = 0.0 if covers_bottom else float(min(1.0, np.exp(np.min(minus + lambdas * (lo_index * spacing)))))
     # Untilted P[S ≥ hi] ≤ e^{log_scale - θ hi} P̃-Chernoff, or directly with λ = 0 in the untilted frame.
     untilted = untilted_mgf - lambdas * hi
-    top = 0.0 if covers_top else float(min(1.0, np.exp(min(float(np.min(untilted)), float(np.min(plus - lambdas * hi)) + log_scale - theta * hi))))
+    with np.errstate(over="ignore"):  # a Chernoff bound above 1 (even inf) is clipped to 1
+        top = 0.0 if covers_top else float(min(1.0, np.exp(min(float(np.min(untilted)), float(np.min(plus - lambdas * hi)) + log_scale - theta * hi))))
     valid_from = -math.inf if covers_bottom else lo_index * spacing
     return Realization(
         spacing, theta, lo_index, size, masses, log_scale, valid_from, fp_error, above + below, top, relative, profile, suffix

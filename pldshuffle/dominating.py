@@ -52,6 +52,8 @@ _FLOOR = 1e-30
 _MAX_CELLS = 1600
 #: The memory held by the cover is summed every this many splits (each adds about three pairs).
 _MEMORY_CHECK_EVERY = 8
+#: Largest |loss| offset whose e^z the convex-minorant hulls use (doubles hold e^±709).
+_HULL_EXP = 700.0
 #: Seconds between progress messages of a branch and bound over datasets.
 _REPORT_SECONDS = 2.0
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).
@@ -344,7 +346,10 @@ def family_term(
         changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False) if adaptive else None
         per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
         blocks = [d for p in block_kept for d in block.directions(p)]
-        tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
+        try:
+            tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
+        except _HullOutOfRange:  # the changing-data bound holds for the same data too
+            return changing or (Term((up,), lows, count),)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
@@ -432,7 +437,10 @@ def _adaptive_terms(
         inside = (position >= 0) & (position <= size_r)
         envelope[position[inside]] = np.minimum(envelope[position[inside]], values[inside])
         total = max(d.finite_mass + d.infinity for d in measures)
-        blocks[r] = _convex_minorant(envelope, total, lo_r, spacing)
+        try:
+            blocks[r] = _convex_minorant(envelope, total, lo_r, spacing)
+        except _HullOutOfRange:  # the caller composes the per-round envelope instead
+            return None
     # A realisable adaptive strategy as a lower bound (on a coarsened lattice where the ledger's is too fine:
     # merged witnesses lose only O(Δ²) per round there, see _adaptive_lower).
     strategy = None
@@ -454,7 +462,7 @@ def _block_rounds(count: int) -> int:
 
 def _adaptive_lower(
     witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, end: int, tilts: list[float], fft_backend: str
-) -> LatticeDirection:
+) -> LatticeDirection | None:
     """A lattice measure whose profile is, at every ``x``, at most the hockey-stick profile at ``x`` of some
     realisable adaptive strategy over ``rounds`` rounds (the witnesses in both orders, chosen round by
     round; the best choice depends on ``x``).  It bounds the block's worst case from below when the block is
@@ -474,6 +482,7 @@ def _adaptive_lower(
     The measure interpolates the shifted values one lattice step to the left (so its profile, linear in
     ``α`` between lattice points, stays below the non-increasing value), lowered to their greatest convex
     minorant through ``(0, T^rounds)`` (``T`` the smallest witness mass, a lower bound at ``α = 0``).
+    None where the window spans more losses than that hull can hold (:class:`_HullOutOfRange`).
     """
     factor = max(1, -(-2 * end // _LOWER_ADAPTIVE_POINTS))
     spacing, hi = spacing * factor, -(-end // factor)
@@ -488,7 +497,10 @@ def _adaptive_lower(
     total = min(float(o.masses.sum()) for o in options) ** rounds * (1.0 - 1e-12)
     below = np.minimum.accumulate(np.maximum(shifted[1:], 0.0))  # value one step right, made non-increasing
     below[0] = min(below[0], total - float(np.exp(-hi * spacing)))  # the chord from (0, T) then stays below T - α ≤ V
-    target = _greatest_convex_minorant(below, total, -hi, spacing)
+    try:
+        target = _greatest_convex_minorant(below, total, -hi, spacing)
+    except _HullOutOfRange:  # no adaptive lower end: the witnesses' compositions still bound the ledger
+        return None
     measure = _from_profile_below(np.maximum(target, 0.0), total, -hi, spacing)
     return _on_finer_lattice(measure, factor) if factor > 1 else measure
 
@@ -544,10 +556,25 @@ def _convex_minorant(values: NDArray[np.float64], total: float, lo: int, spacing
     return _from_profile(_greatest_convex_minorant(values, total, lo, spacing) * (1.0 + 16.0 * _U), total, lo, spacing)
 
 
+class _HullOutOfRange(ArithmeticError):
+    """The points' ``α = e^z`` span more than doubles hold (losses more than ``2·_HULL_EXP`` apart): the
+    callers then fall back to a bound that needs no hull."""
+
+
 def _greatest_convex_minorant(values: NDArray[np.float64], total: float, lo: int, spacing: float) -> NDArray[np.float64]:
     """At ``z_j``, ``j = lo .. lo + size``, the greatest convex function of ``α = e^x`` lying below the
-    points ``(0, total)`` and ``(e^{z_j}, values_j)`` (monotone-chain lower hull, O(size))."""
-    alpha = np.concatenate([[0.0], np.exp((lo + np.arange(values.size)) * spacing)])
+    points ``(0, total)`` and ``(e^{z_j}, values_j)`` (monotone-chain lower hull, O(size)).
+
+    The α axis is scaled by ``e^{-s}``, ``s = max(0, z_top - _HULL_EXP)`` (a positive scaling keeps the hull
+    and its values), so losses up to ``_HULL_EXP`` above the lowest one are exact; beyond, ``e^z`` would
+    overflow to ``inf`` (and the hull to nonsense: ε ≈ 709.8 for a ledger whose ε is 960) or underflow onto
+    ``(0, total)``, and :class:`_HullOutOfRange` is raised instead.
+    """
+    z = (lo + np.arange(values.size)) * spacing
+    shift = max(0.0, float(z[-1]) - _HULL_EXP)
+    if float(z[0]) - shift < -_HULL_EXP:
+        raise _HullOutOfRange(f"losses from {float(z[0]):.4g} to {float(z[-1]):.4g}")
+    alpha = np.concatenate([[0.0], np.exp(z - shift)])
     value = np.concatenate([[total], values])
     hull = lower_hull(alpha, value)
     return np.interp(alpha[1:], alpha[hull], value[hull])

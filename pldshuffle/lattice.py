@@ -141,10 +141,13 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
             log_growth += n * math.log1p(infinity / finite)
         else:
             log_finite = -math.inf
+    # Dominating measures may weigh more than 1, so e^{L+G} can overflow after many rounds; the value is
+    # then above 1, which the upper bound clips to anyway, and e^{700} still bounds it from below.
     if log_finite == -math.inf:  # no finite part survives: everything is at +∞
-        value, exponent = math.exp(log_total), abs(log_total)
+        value, exponent = math.exp(min(log_total, 700.0)), abs(log_total)
     else:
-        value, exponent = math.exp(log_finite + log_growth) * -math.expm1(-log_growth), abs(log_finite) + abs(log_growth)
+        value = math.exp(min(log_finite + log_growth, 700.0)) * -math.expm1(-log_growth)
+        exponent = abs(log_finite) + abs(log_growth)
     slack = 16.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts)) + (len(parts) + 3) * _U * exponent
     if not upper:
         return max(0.0, value * (1.0 - slack))
@@ -208,13 +211,16 @@ class Composite:
             lo, hi = max(a, 0), min(a + r.size, base.size)
             if lo >= hi:
                 continue
-            with np.errstate(over="ignore"):
+            # After absurdly many rounds a dominating measure's total (slightly above 1 per round) or the
+            # tilted scale overflows: the bound is then +inf there, still a bound (callers take minima).
+            with np.errstate(over="ignore", invalid="ignore"):
                 bound = r.fp_error * np.exp(r.log_scale - r.theta * z[lo:hi])
-            value = r.masses[lo - a : hi - a] * (1.0 + r.relative_error + self.relative) + bound
+                value = r.masses[lo - a : hi - a] * (1.0 + r.relative_error + self.relative) + bound
             better = bound < error[lo:hi]
             masses[lo:hi] = np.where(better, value, masses[lo:hi])
             error[lo:hi] = np.where(better, bound, error[lo:hi])
-        masses[0] += base.folded_tilted * math.exp(base.log_scale)  # bounds the mass below the window (θ = 0)
+        if base.folded_tilted > 0.0:  # bounds the mass below the window (θ = 0)
+            masses[0] += base.folded_tilted * math.exp(min(base.log_scale, 709.0)) if base.log_scale <= 709.0 else math.inf
         return LatticeDirection(base.lo_index, masses, min(1.0, self.infinity + base.top_mass))
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -406,3 +406,17 @@ def test_single_round_certified_pld_pickles_with_its_refined_pairs():
     before = acc.get_epsilon_bounds(1e-6)
     copy = pickle.loads(pickle.dumps(acc.certified_pld()))
     assert tuple(copy.epsilon_bounds(1e-6)) == (before.lower, before.upper)
+
+
+@pytest.mark.parametrize("n, eps0, rounds", [(20, 15.0, 64), (10, 30.0, 64), (20, 4.0, 300)])
+@pytest.mark.parametrize("same_data", [False, True])
+def test_losses_beyond_the_exponent_range_stay_bracketed(n, eps0, rounds, same_data):
+    """The convex minorants of the adaptive blocks and of same-data blocks live in α = e^x: composed losses
+    past ~709 overflowed e^x and the 'upper' bound came out as 709.79 for a ledger whose ε is 960 (below
+    its own lower end, a realisable dataset pair's).  Independent check: basic composition of pure ε0-DP
+    caps ε at rounds·ε0 (the float references of tests/reference.py overflow at these losses)."""
+    delta = 1e-6
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), rounds, same_data=same_data)
+    b = acc.get_epsilon_bounds(delta)
+    assert 700.0 < b.lower <= b.upper <= rounds * eps0 * (1 + 1e-12)
+    assert acc.get_delta_bounds(b.upper).upper <= delta
