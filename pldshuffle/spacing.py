@@ -79,7 +79,7 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
 
     mean = var = 0.0
     for f in factors:
-        m1, v1 = moments((f.start + np.arange(f.masses.size)) * spacing, f.masses)
+        m1, v1 = moments((f.start + np.arange(f.masses.size, dtype=np.float64)) * spacing, f.masses)
         mean, var = mean + f.count * m1, var + f.count * v1
     sd = math.sqrt(var)
     if not sd > 0.0 or not math.isfinite(ceiling) or ceiling <= 0.0:
