@@ -348,8 +348,8 @@ def family_term(
         blocks = [d for p in block_kept for d in block.directions(p)]
         try:
             tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
-        except _HullOutOfRange:  # the changing-data bound holds for the same data too
-            return changing or (Term((up,), lows, count),)
+        except _HullOutOfRange:  # the changing-data terms hold for the same data too
+            return family_term(family, spacing, count, options=options, tolerance=tolerance, report=report)
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
