@@ -335,16 +335,17 @@ def family_term(
     up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
     if same_data and count > 1:
+        # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
+        # the block too (it holds for any data): keep the better of the two at every x, so the same-data
+        # bound is never looser than the default one.  Built first: a ledger too large for the memory cap
+        # is refused here, before the block's cover composes every member count times.
+        changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False) if adaptive else None
+        per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
         # Each member composed count times on a coarser lattice (its measures embed into the ledger's).
         coarse = spacing * _BLOCK_COARSENING
         block = _Lattice(coarse, lambda p: _composed_directions(p, coarse, count, options))
         block_cells, block_witnesses, _ = _cover(family, block, max_cells=_MAX_BLOCK_CELLS, tolerance=tolerance, max_bytes=max_bytes, report=report)
         block_kept = [p for c in block_cells for p in _uppers(c)]
-        # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
-        # the block too (it holds for any data): keep the better of the two at every x, so the same-data
-        # bound is never looser than the default one.
-        changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False) if adaptive else None
-        per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
         blocks = [d for p in block_kept for d in block.directions(p)]
         try:
             tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
