@@ -124,3 +124,25 @@ def test_compensated_window_dots_within_their_bound(seed):
         exact = sum(xf[i - x_lo] * yf[k - ones + i - y_lo]
                     for i in range(max(x_lo, y_lo + ones - k), min(x_lo + x.size, y_lo + y.size + ones - k)))
         assert abs(Fraction(float(got[k - first])) / exact - 1) <= bound
+
+
+def test_fused_multiply_add_is_rounded_once():
+    """The jitted kernels' ``_fma`` (LLVM's intrinsic) is the exactly rounded a·b + c, which the error-free
+    products of the double-double walk rely on: ``a·b - fl(a·b)`` is exact."""
+    from fractions import Fraction
+
+    import numba
+
+    from pldshuffle import _kernels
+    from pldshuffle._kernels import binomial
+
+    _kernels.compiled()
+    fma = binomial._fma
+    jitted = numba.njit(lambda a, b, c: fma(a, b, c))
+    rng = np.random.default_rng(3)
+    for a, b in zip(rng.uniform(-1, 1, 200) * 10.0 ** rng.integers(-30, 30, 200), rng.uniform(-1, 1, 200)):
+        p = a * b
+        exact = float(Fraction(a) * Fraction(b) - Fraction(p))
+        assert jitted(a, b, -p) == exact
+        assert Fraction(a) * Fraction(b) == Fraction(p) + Fraction(jitted(a, b, -p))
+    assert float(Fraction(0.1) * Fraction(0.7) + Fraction(0.3)) == jitted(0.1, 0.7, 0.3)
