@@ -297,6 +297,10 @@ class ShuffledLDP(ShuffleMechanism):
             brackets = [(lower, upper)]
         else:
             brackets = [p.pair_bounds(tail_mass=tail_mass) for p in self.labelled_pairs()]
+        # The shuffled reports are a post-processing of the differing user's ε0-LDP report, so no outcome's
+        # loss exceeds ε0 (and the clone pairs' own losses stay within it: measured ≤ ε0(1 + 7e-16), float
+        # rounding); the reproduction-only pairs keep their own, uncapped behaviour.
+        max_loss = self._eps0 if guarantee else math.inf
         if all(lo is up for lo, up in brackets):
-            return PairFamily.exact(*(up for _, up in brackets), is_guarantee=guarantee, caveats=caveats)
-        return PairFamily(tuple(up for _, up in brackets), tuple(lo for lo, _ in brackets), guarantee, caveats)
+            return PairFamily.exact(*(up for _, up in brackets), is_guarantee=guarantee, caveats=caveats, max_loss=max_loss)
+        return PairFamily(tuple(up for _, up in brackets), tuple(lo for lo, _ in brackets), guarantee, caveats, max_loss=max_loss)
