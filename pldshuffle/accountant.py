@@ -179,13 +179,13 @@ class FourierAccountant:
         needed = sum(m.family_bytes(tail_mass=self.ledger_tail_mass) for m, _ in self.ledger)
         budget = self.max_memory_bytes / 2
         if needed > max(budget, _SMALL_FAMILY_BYTES):
-            error = MemoryBudgetError(
+            raise MemoryBudgetError(
                 f"the mechanisms' neighbouring pairs alone need ~{needed / 2**30:.2f} GiB, above half of "
                 f"max_memory_bytes={self.max_memory_bytes:,} (the other half is the composition's); raise "
-                "max_memory_bytes or use fewer users (a bound for fewer users also holds for more, by post-processing)"
+                "max_memory_bytes or use fewer users (a bound for fewer users also holds for more, by post-processing)",
+                needed,
+                budget,
             )
-            error.needed, error.budget = float(needed), float(budget)
-            raise error
 
     # ------------------------------------------------------------------ queries
     def _labels(self) -> tuple[bool, tuple[str, ...], dict[str, Any]]:

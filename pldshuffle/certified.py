@@ -401,22 +401,23 @@ class CertifiedPLD:
 
 class MemoryBudgetError(ValueError, MemoryError):
     """A composition would exceed ``max_memory_bytes``; raised before allocating.  ``needed`` and
-    ``budget`` (bytes) are set where the estimate is known."""
+    ``budget`` (bytes) are set where the estimate is known (NaN otherwise)."""
 
-    needed: float = math.nan
-    budget: float = math.nan
+    def __init__(self, message: str, needed: float = math.nan, budget: float = math.nan) -> None:
+        super().__init__(message)
+        self.needed, self.budget = float(needed), float(budget)
 
 
 def _check_memory(size: int, budget: int, spacing: float, held: int) -> None:
     needed = size * WORK_BYTES_PER_POINT + held
     if needed > budget:
-        error = MemoryBudgetError(
+        raise MemoryBudgetError(
             f"the composition needs a window of {size:,} lattice points (~{needed / 2**30:.2f} GiB) at "
             f"value_discretization_interval={spacing:.3g}, above max_memory_bytes={budget:,}; pass a larger "
-            "value_discretization_interval or relative_gap_target, compose fewer rounds, or raise max_memory_bytes"
+            "value_discretization_interval or relative_gap_target, compose fewer rounds, or raise max_memory_bytes",
+            needed,
+            budget,
         )
-        error.needed, error.budget = float(needed), float(budget)
-        raise error
 
 
 def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> list[float]:

@@ -353,9 +353,7 @@ def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
         def fake(entries, family, spacing, tolerance, options, report):
             tried.append(spacing)
             if len(tried) <= len(shortfalls):
-                error = MemoryBudgetError("over the cap")
-                error.needed, error.budget = shortfalls[len(tried) - 1] * 100.0, 100.0
-                raise error
+                raise MemoryBudgetError("over the cap", shortfalls[len(tried) - 1] * 100.0, 100.0)
             return "built"
 
         monkeypatch.setattr(build, "_build", fake)
