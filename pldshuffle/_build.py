@@ -96,7 +96,8 @@ def _build(
         piece = CertifiedPLD(spacing, terms, fam.is_guarantee, caveats, **options)
         pld = piece if pld is None else pld.compose(piece)
     assert pld is not None
-    report(f"composing {sum(count for _, count in entries)} rounds (FFT, certified error terms)")
+    rounds = sum(count for _, count in entries)
+    report(f"composing {rounds} rounds (FFT, certified error terms)" if rounds > 1 else "realising one round (its lattice measures; queries read the exact pairs)")
     pld.realize()
     return pld
 
