@@ -170,9 +170,8 @@ class Realization:
         if theta == 0.0:
             # A scale past e^709 (a dominating measure's mass, above 1, after ~1e12 rounds) gives inf: no bound.
             count = np.maximum(self.lo_index + self.size - np.maximum(j0, self.lo_index), 0.0)
-            scale = math.exp(self.log_scale) if self.log_scale < 709.0 else math.inf
-            with np.errstate(invalid="ignore"):
-                return np.where(count > 0.0, l2_tilted * scale * np.sqrt(count), 0.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return np.where(count > 0.0, l2_tilted * np.exp(self.log_scale) * np.sqrt(count), 0.0)
         with np.errstate(over="ignore"):
             value = np.exp(self.log_scale - theta * j0 * dx) / math.sqrt(-math.expm1(-2.0 * theta * dx))
         return l2_tilted * value * (1.0 + 4.0 * _U)

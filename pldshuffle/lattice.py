@@ -219,8 +219,9 @@ class Composite:
             better = bound < error[lo:hi]
             masses[lo:hi] = np.where(better, value, masses[lo:hi])
             error[lo:hi] = np.where(better, bound, error[lo:hi])
-        if base.folded_tilted > 0.0:  # bounds the mass below the window (θ = 0)
-            masses[0] += base.folded_tilted * math.exp(min(base.log_scale, 709.0)) if base.log_scale <= 709.0 else math.inf
+        if base.folded_tilted > 0.0:  # bounds the mass below the window (θ = 0); +inf past e^709
+            with np.errstate(over="ignore"):
+                masses[0] += base.folded_tilted * float(np.exp(base.log_scale))
         return LatticeDirection(base.lo_index, masses, min(1.0, self.infinity + base.top_mass))
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
