@@ -34,13 +34,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import max_shifted_sum
+from ._kernels import UNIT_ROUNDOFF as _U, max_shifted_sum
 from .fft import FFTBackend, fast_size, get_backend
 from .lattice import LatticeDirection, profile_at
 
 __all__ = ["adaptive_lower_profile", "adaptive_profile", "adaptive_window_size"]
 
-_U = np.finfo(np.float64).eps / 2.0
 _ETA = 8.0 * _U
 #: Largest exponent of a tilt factor ``e^{±θx}`` a tilt may need on the window (else it is skipped).
 _MAX_EXPONENT = 600.0

@@ -33,12 +33,11 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import hockey_stick_profile
+from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile
 from .fft import FFTBackend
 
 __all__ = ["CHERNOFF_LAMBDAS", "Factor", "Realization", "composed_log_mgf", "composed_support", "log_mgf", "realize", "window"]
 
-_U = np.finfo(np.float64).eps / 2.0
 _ETA = 8.0 * _U
 #: λ values for Chernoff bounds on the loss sum (loss scales are O(0.001..10)).
 CHERNOFF_LAMBDAS = np.geomspace(1e-3, 3e3, 72)

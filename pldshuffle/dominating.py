@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import hockey_stick_profile, lower_hull
+from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size
 from .certified import CertifiedPLD, _choose_tilts
 from .composition import CHERNOFF_LAMBDAS, log_mgf
@@ -44,7 +44,6 @@ from .spacing import SHORT_LEDGER
 
 __all__ = ["envelope", "family_term"]
 
-_U = np.finfo(np.float64).eps / 2.0
 #: Branch and bound splits a cell while its profile exceeds the realisable envelope by this (relative).
 _CELL_TOLERANCE = 1e-3
 #: Profile values below this are immaterial for the excess test.

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import hockey_stick_profile
+from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile
 from .composition import Factor, Realization
 from .grid import ROUNDING_SCALES, lower_error_estimates
 from .pld import PrivacyLossPair
@@ -36,7 +36,6 @@ __all__ = [
     "upper_direction",
 ]
 
-_U = np.finfo(np.float64).eps / 2.0
 #: Lower-end shifts (:func:`shift_certificate`): an even grid of _SHIFTS on [0, mean], and the Chernoff
 #: quantiles at levels e^{-z²/2} for z = 0, step, .., max.
 _SHIFTS = 97

@@ -30,7 +30,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import profile_at_points
+from ._kernels import UNIT_ROUNDOFF as _U, profile_at_points
 from ._validation import check_probability
 from .grid import DiscretizedDirection, discretize
 
@@ -42,7 +42,6 @@ MASS_RTOL = 1e-10
 SUM_RTOL = 1e-12
 #: Losses computed within this (relative) distance below ε are treated as possibly above it.
 LOSS_ATOL = 1e-9
-_U = float(np.finfo(np.float64).eps) / 2.0
 
 
 def _clean(losses: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -164,7 +163,7 @@ class LossDistribution:
         # Slack covers rounding of the sums (accumulated over the support) and of the losses themselves
         # (points within LOSS_ATOL of ε count).
         near = self._suffix_mass[np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")]
-        slack = (SUM_RTOL + 4.0 * np.finfo(np.float64).eps * self.losses.size) * near * (1.0 + np.abs(eps))
+        slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
         upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
         lower = np.maximum(finite * (1.0 - MASS_RTOL) - slack, 0.0) + self.infinity_mass * (1.0 - MASS_RTOL)
         return lower, np.minimum(upper, 1.0)

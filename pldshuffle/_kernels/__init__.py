@@ -1,5 +1,4 @@
-"""Numba kernels for the sequential loops of the library (the only package that imports numba, besides
-the clone kernels of :mod:`pldshuffle._clone_kernels`).
+"""Numba kernels for the sequential loops of the library (the only package that imports numba).
 
 numba is imported, and every kernel here is jitted, on the first call of a public wrapper, not on import
 (``import numba`` alone costs ~0.3 s).  Kernels are compiled with ``cache=True``; before numba is
@@ -8,10 +7,11 @@ user has not set it, so that a package installed read-only still reuses its comp
 processes (set by :func:`configure_numba_cache`, which ``pldshuffle/__init__.py`` calls at import).
 
 Kernels are plain Python functions registered with :func:`jit`; :func:`compiled` replaces each by its
-numba dispatcher in its own module's namespace (so jitted kernels calling each other resolve to
-dispatchers) the first time any kernel is needed, and a module's ``_fma`` by LLVM's fused multiply-add.  Submodules by topic: :mod:`.profile` (lattice
-hockey-stick profiles, rounding MGFs), :mod:`.tilted` (kRR tilted trinomial pairs) and :mod:`.binomial`
-(2RR binomial windows and sums of two binomials).
+numba dispatcher in every kernel module's namespace (so jitted kernels calling each other, across modules
+too, resolve to dispatchers) the first time any kernel is needed, and a module's ``_fma`` by LLVM's fused
+multiply-add.  Submodules by topic: :mod:`.profile` (lattice hockey-stick profiles, rounding MGFs),
+:mod:`.tilted` (kRR tilted trinomial pairs, lattice cells), :mod:`.clones` (clone pairs) and
+:mod:`.binomial` (2RR binomial windows and sums of two binomials).
 """
 
 from __future__ import annotations
@@ -22,8 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
+    "UNIT_ROUNDOFF",
     "bin_points",
     "binomial_walk",
+    "clone_fill_support",
+    "clone_loss_range",
+    "clone_stream",
     "compiled",
     "configure_numba_cache",
     "connect_the_dots",
@@ -41,6 +45,10 @@ __all__ = [
     "two_binomial_pmf",
     "window_dot_error",
 ]
+
+#: Unit roundoff of IEEE double precision, ``u = 2^-53`` (half the machine epsilon): a correctly rounded
+#: operation has relative error at most ``u``.  The one home of the constant for every error bound.
+UNIT_ROUNDOFF = 2.0**-53
 
 _JIT_OPTIONS: dict[tuple[str, str], dict[str, object]] = {}
 _READY = False
@@ -82,7 +90,8 @@ def jit(**options: object) -> Callable[[Callable], Callable]:
 
 def compiled() -> None:
     """Import numba and replace every registered kernel by its dispatcher, and ``prange`` by
-    ``numba.prange``, in the kernel's module (once; compilation is lazy)."""
+    ``numba.prange``, in every kernel module (the kernel's own and those importing it; once, compilation
+    is lazy)."""
     global _READY
     if _READY:
         return
@@ -90,9 +99,16 @@ def compiled() -> None:
     import numba
 
     fma = _fma_intrinsic()
+    dispatchers = {}
     for (module, name), options in _JIT_OPTIONS.items():
+        function = sys.modules[module].__dict__[name]
+        dispatchers[function] = numba.njit(**options)(function)
+    for module in {module for module, _ in _JIT_OPTIONS}:
         namespace = sys.modules[module].__dict__
-        namespace[name] = numba.njit(**options)(namespace[name])
+        for name, value in list(namespace.items()):
+            # A kernel imported by another kernel module is rebound there too.
+            if callable(value) and value in dispatchers:
+                namespace[name] = dispatchers[value]
         if "prange" in namespace:
             namespace["prange"] = numba.prange
         if "_fma" in namespace:
@@ -132,3 +148,4 @@ def num_threads() -> int:
 from .binomial import binomial_walk, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
 from .profile import connect_the_dots, hockey_stick_profile, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402
+from .clones import clone_fill_support, clone_loss_range, clone_stream  # noqa: E402

@@ -9,12 +9,11 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
+from . import UNIT_ROUNDOFF as _U
 from . import compiled as _compiled
 from . import jit as _jit
 
 __all__ = ["DOT_BLOCK", "EXACT_PMF_ULPS", "binomial_walk", "two_binomial_cuts", "two_binomial_pmf", "window_dot_error"]
-
-_U = float(np.finfo(np.float64).eps) / 2.0
 
 
 def _fma(a: float, b: float, c: float) -> float:
@@ -105,7 +104,7 @@ def _window_dot(k, x, x_lo, y, y_lo, ones):  # pragma: no cover - jitted
 @_jit()
 def _two_binomial(x, x_lo, y, y_lo, ones, zeros, p, q, first, last, split, segment):  # pragma: no cover - jitted
     out = np.empty(last - first + 1)
-    smallest, worst, u = np.inf, 0.0, 2.0**-53
+    smallest, worst, u = np.inf, 0.0, _U
     s = first  # forward segments over first..split (A_k >= 0: every term positive)
     while s <= split:
         e = min(s + segment - 1, split)

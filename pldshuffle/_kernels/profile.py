@@ -7,6 +7,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from . import UNIT_ROUNDOFF as _U
 from . import compiled as _compiled
 from . import jit as _jit
 
@@ -109,9 +110,6 @@ def profile_at_points(
     _compiled()
     arrays = (np.ascontiguousarray(a, dtype=np.float64) for a in (losses, masses, points))
     return _profile_at_points(*arrays)
-
-
-_U = 2.0**-53  # unit roundoff
 
 
 @_jit()

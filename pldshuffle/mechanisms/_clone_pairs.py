@@ -1,16 +1,17 @@
 """The clone pairs F (FMT20/FMT23) and K (KHH21 eq. 6.1): exact for small supports, streamed beyond.
 
 Used by :class:`pldshuffle.ShuffledLDP`; the mathematics is in ``docs/mathematics.md#clone-reductions``.
-Supports up to ``EXACT_SUPPORT_LIMIT`` points are exact; larger ones are streamed by the numba kernels of
-:mod:`pldshuffle._clone_kernels` onto a lattice into strict lower and upper pairs in bounded memory.
+Supports up to ``EXACT_SUPPORT_LIMIT`` points are exact; larger ones are streamed (the layout of
+:mod:`pldshuffle.mechanisms._clone_layout`, the kernels of :mod:`pldshuffle._kernels.clones`) onto a lattice
+into strict lower and upper pairs in bounded memory.
 """
 
 from __future__ import annotations
 
 import math
 
-from .. import _clone_kernels as _ck
-from .._clone_kernels import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, STREAM_GRID_BINS
+from . import _clone_layout as _ck
+from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, STREAM_GRID_BINS
 from .._validation import MAX_LOCAL_EPSILON, check_choice, check_int, check_positive_finite, check_probability
 from ..pld import PrivacyLossPair
 from .base import DEFAULT_TAIL_MASS

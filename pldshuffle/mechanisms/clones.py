@@ -2,8 +2,8 @@
 
 :class:`ShuffledLDP` analyses every certified reduction (FMT20, FMT23, a randomizer's own constants)
 through the one pair class :class:`~pldshuffle.mechanisms.labelled_clones.LabelledClonePair`; pair F below
-is that class with ``r0 = r1 = p_c/2`` and no residual, and its kernels live in
-:mod:`pldshuffle._clone_kernels`.  :func:`clone_pair` / :func:`clone_pair_bounds` expose pair F and
+is that class with ``r0 = r1 = p_c/2`` and no residual; its layout lives in
+:mod:`pldshuffle.mechanisms._clone_layout` and its kernels in :mod:`pldshuffle._kernels.clones`.  :func:`clone_pair` / :func:`clone_pair_bounds` expose pair F and
 KHH21's pair K by ``(ε0, p_c)`` directly.
 
 Common ingredients: ``q = e^{ε0}/(e^{ε0}+1)``, a clone probability ``p_c`` and
@@ -60,7 +60,7 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from .._clone_kernels import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS
+from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS
 from .._validation import MAX_LOCAL_EPSILON, check_choice, check_int, check_real
 from ..randomizers.base import Randomizer
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size

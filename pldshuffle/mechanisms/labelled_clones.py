@@ -47,8 +47,8 @@ Which constants are *proven* upper bounds (replace-one neighbours, analyst sees 
 Evaluation.  :meth:`LabelledClonePair.delta` gives the exact single-round ``δ(ε)`` in O(n) per ε.
 :meth:`LabelledClonePair.pair_bounds` gives strict ``(lower, upper)`` privacy-loss pairs for composition:
 symmetric pairs with ``g = 0`` and finite ``p`` go through the block kernels of
-:mod:`pldshuffle._clone_kernels` (exact, or streamed onto a lattice above
-:data:`~pldshuffle._clone_kernels.EXACT_SUPPORT_LIMIT` points); all other constants are enumerated exactly
+:mod:`pldshuffle.mechanisms._clone_layout` (exact, or streamed onto a lattice above
+:data:`~pldshuffle.mechanisms._clone_layout.EXACT_SUPPORT_LIMIT` points); all other constants are enumerated exactly
 over a truncated ``(a, b)`` window (refused above :data:`MAX_ENUMERATED_SUPPORT` points).
 """
 
@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import _clone_kernels as _ck
+from . import _clone_layout as _ck
 from .._validation import check_int, check_probability, check_real
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf

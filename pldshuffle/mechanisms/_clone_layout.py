@@ -1,10 +1,9 @@
-"""Numba kernels and support layout of the clone pairs (pair F: FMT20/FMT23 and every symmetric labelled
-clone pair with no residual; pair K: KHH21), shared by :mod:`pldshuffle.mechanisms.clones` and
-:mod:`pldshuffle.mechanisms.labelled_clones`.
+"""Support layout of the clone pairs (pair F: FMT20/FMT23 and every symmetric labelled clone pair with no
+residual; pair K: KHH21), shared by :mod:`pldshuffle.mechanisms.clones` and
+:mod:`pldshuffle.mechanisms.labelled_clones`: which outcomes are kept, the mass they drop, and the exact or
+streamed pairs built from them by the kernels of :mod:`pldshuffle._kernels.clones`.
 
-Kept here (not in :mod:`pldshuffle._kernels`) so that the clone machinery has one home that both modules
-import without a cycle.  The layout, truncation and streaming are described in
-:mod:`pldshuffle.mechanisms.clones`.
+The layout, truncation and streaming are described in :mod:`pldshuffle.mechanisms.clones`.
 """
 
 from __future__ import annotations
@@ -12,12 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .mechanisms._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
-from .pld import LossDistribution, PrivacyLossPair
+from .._kernels import clone_fill_support, clone_loss_range, clone_stream, num_threads
+from ..pld import LossDistribution, PrivacyLossPair
+from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_EXACT_SUPPORT", "MAX_STREAMED_SUPPORT", "STREAM_GRID_BINS", "Layout", "exact_pair", "layout", "layout_bounds"]
 
@@ -32,149 +31,6 @@ MAX_STREAMED_SUPPORT = 20_000_000_000
 STREAM_GRID_BINS = 2**16
 
 _MAX_STREAM_THREADS = 8
-
-
-# ----------------------------------------------------------------------------- numba kernels
-@numba.njit(cache=True, inline="always")
-def _loss(a: int, b: int, e: float, lam: float, mu: float, nu: float, kappa: float) -> float:  # pragma: no cover
-    """Loss ``log(num/den)`` of outcome ``(a, b)``, ``+inf`` where ``den = 0``.
-
-    ``num = e·a + nu·b + kappa`` and ``den = nu·a + mu·b + kappa`` with ``mu = e`` and ``lam = e - nu``
-    (passed accurately, so ``num - den = lam·(a-b)``): pair F has ``nu = 1, kappa = 0``
-    (``(e a + b)/(a + e b)``), pair K ``nu = 0, kappa = κ_t`` (``(e a + κ)/(e b + κ)``).  Near 1 the ratio
-    goes through ``log1p`` of ``lam·(a-b)/den`` (ulp-accurate small losses).
-    """
-    den = nu * a + mu * b + kappa
-    if den == 0.0:
-        return np.inf
-    x = lam * (a - b) / den
-    if abs(x) < 0.5:
-        return math.log1p(x)
-    num = e * a + nu * b + kappa
-    return math.log(num) - math.log(den)
-
-
-@numba.njit(cache=True)
-def _block_walk(T, a_lo, a_hi, start, start_value, u, v, e, lam, mu, nu, kappa, loss_out, mass_out):  # pragma: no cover
-    """Fill ``loss_out[a - a_lo]``, ``mass_out[a - a_lo]`` for one block; returns the infinite-loss mass.
-
-    The kept range is symmetric (``a_lo + a_hi = T``) and so are the pairs: ``Bin(T,1/2)(a)`` is
-    symmetric, the mass of ``(T-a, a)`` is ``Bin(T,1/2)(a)·(u (T-a) + v)`` and its loss is minus that of
-    ``(a, T-a)``.  So only ``a >= T/2`` is walked, from ``start = ⌈T/2⌉`` (exact value ``start_value``)
-    upwards by the ratios ``(T-a+1)/a`` (about one ulp of relative error per step), each step filling
-    both ``a`` and its mirror ``T-a``.
-    """
-    inf_mass = 0.0
-    pmf = start_value
-    for a in range(start, a_hi + 1):
-        if a > start:
-            pmf *= (T - a + 1) / a
-        b = T - a
-        s = _loss(a, b, e, lam, mu, nu, kappa)
-        mass = pmf * (u * a + v)
-        if mass <= 0.0:
-            loss_out[a - a_lo] = 0.0
-            mass_out[a - a_lo] = 0.0
-        elif s == np.inf:
-            inf_mass += mass
-            loss_out[a - a_lo] = 0.0
-            mass_out[a - a_lo] = 0.0
-        else:
-            loss_out[a - a_lo] = s
-            mass_out[a - a_lo] = mass
-        if b < a:
-            mirror = pmf * (u * b + v)
-            # The mirror of an infinite loss has P = 0 (it is Q's infinity atom): mirror == 0 there.
-            if mirror <= 0.0 or s == np.inf:
-                loss_out[b - a_lo] = 0.0
-                mass_out[b - a_lo] = 0.0
-            else:
-                loss_out[b - a_lo] = -s
-                mass_out[b - a_lo] = mirror
-    return inf_mass
-
-
-@numba.njit(cache=True, parallel=True)
-def _fill_support(totals, a_lo, a_hi, start, start_value, u, v, kappa, e, lam, mu, nu, offsets, losses, masses):  # pragma: no cover
-    nblocks = totals.size
-    infs = np.zeros(nblocks)
-    for i in numba.prange(nblocks):
-        o0, o1 = offsets[i], offsets[i + 1]
-        infs[i] = _block_walk(
-            totals[i], a_lo[i], a_hi[i], start[i], start_value[i], u[i], v[i], e, lam, mu, nu, kappa[i],
-            losses[o0:o1], masses[o0:o1],
-        )
-    return infs.sum()
-
-
-@numba.njit(cache=True)
-def _loss_range(totals, a_lo, a_hi, u, v, kappa, e, lam, mu, nu):  # pragma: no cover
-    """Min and max finite loss over outcomes of positive mass (losses increase with ``a`` in a block)."""
-    smin, smax = np.inf, -np.inf
-    for i in range(totals.size):
-        T = totals[i]
-        for a in range(a_lo[i], a_hi[i] + 1):
-            s = _loss(a, T - a, e, lam, mu, nu, kappa[i])
-            if u[i] * a + v[i] > 0.0 and s < np.inf:
-                smin = min(smin, s)
-                break
-        for a in range(a_hi[i], a_lo[i] - 1, -1):
-            s = _loss(a, T - a, e, lam, mu, nu, kappa[i])
-            if u[i] * a + v[i] > 0.0 and s < np.inf:
-                smax = max(smax, s)
-                break
-    return smin, smax
-
-
-@numba.njit(cache=True, parallel=True)
-def _stream(totals, a_lo, a_hi, start, start_value, u, v, kappa, e, lam, mu, nu, spacing, j0, size, chunks):  # pragma: no cover
-    """Per lattice cell ``[z_j, z_{j+1})``, ``z_j = j·spacing``, ``j = j0 .. j0+size-1``: the mass
-    ``M_j = Σ m`` and the tilt ``T_j = Σ m·expm1(-(s - z_j))`` (``≤ 0``) of the outcomes in it, plus the
-    infinite-loss mass.  One row per chunk of blocks (no write races); O(support) time.
-    """
-    nblocks = totals.size
-    mass = np.zeros((chunks, size))
-    tilt = np.zeros((chunks, size))
-    infs = np.zeros(chunks)
-    bad = np.zeros(chunks, dtype=np.int64)
-    inv_spacing = 1.0 / spacing
-    # For tiny spacings expm1(-d) = -d(1 - d/2 + d²/6 - d³/24) to < 1e-17 relative (0 <= d <= spacing <= 1e-4).
-    series = spacing <= 1e-4
-    width = 0
-    for i in range(nblocks):
-        width = max(width, a_hi[i] - a_lo[i] + 1)
-    for k in numba.prange(chunks):
-        lo_b = (nblocks * k) // chunks
-        hi_b = (nblocks * (k + 1)) // chunks
-        loss_buf = np.empty(width)
-        mass_buf = np.empty(width)
-        for i in range(lo_b, hi_b):
-            infs[k] += _block_walk(
-                totals[i], a_lo[i], a_hi[i], start[i], start_value[i], u[i], v[i], e, lam, mu, nu, kappa[i],
-                loss_buf, mass_buf,
-            )
-            for r in range(a_hi[i] - a_lo[i] + 1):
-                m = mass_buf[r]
-                if m <= 0.0:
-                    continue
-                s = loss_buf[r]
-                j = int(math.floor(s * inv_spacing))
-                if j * spacing > s:
-                    j -= 1
-                elif (j + 1) * spacing <= s:
-                    j += 1
-                idx = j - j0
-                if idx < 0 or idx >= size:
-                    bad[k] += 1
-                    continue
-                d = min(max(s - j * spacing, 0.0), spacing)
-                if series:
-                    em = -d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0))))
-                else:
-                    em = math.expm1(-d)
-                mass[k, idx] += m
-                tilt[k, idx] += m * em
-    return mass.sum(axis=0), tilt.sum(axis=0), infs.sum(), bad.sum()
 
 
 # ----------------------------------------------------------------------------- layout
@@ -278,13 +134,13 @@ def exact_pair(lay: Layout, label: str) -> PrivacyLossPair:
     np.cumsum(lay.a_hi - lay.a_lo + 1, out=offsets[1:])
     losses = np.empty(lay.support)
     masses = np.empty(lay.support)
-    infinity = float(_fill_support(*lay.kernel_args(), offsets, losses, masses))
+    infinity = clone_fill_support(*lay.kernel_args(), offsets=offsets, losses=losses, masses=masses)
     direction = LossDistribution(losses, masses, infinity_mass=min(infinity, 1.0), truncated_mass=lay.dropped)
     return PrivacyLossPair(direction, None, label=label)
 
 
 def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair, PrivacyLossPair]:
-    smin, smax = _loss_range(lay.totals, lay.a_lo, lay.a_hi, lay.u, lay.v, lay.kappa, *lay.constants)
+    smin, smax = clone_loss_range(lay.totals, lay.a_lo, lay.a_hi, lay.u, lay.v, lay.kappa, *lay.constants)
     if not np.isfinite(smin):  # no finite loss with positive mass: only the infinity atom / truncation
         pair = exact_pair(lay, label)
         return pair, pair
@@ -292,12 +148,12 @@ def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair
     spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
     j0 = int(math.floor(smin / spacing)) - 1
     size = int(math.floor(smax / spacing)) - j0 + 2
-    chunks = max(1, min(numba.get_num_threads(), _MAX_STREAM_THREADS, lay.totals.size))
-    cell_mass, cell_tilt, infinity, misplaced = _stream(*lay.kernel_args(), spacing, j0, size, chunks)
+    chunks = max(1, min(num_threads(), _MAX_STREAM_THREADS, lay.totals.size))
+    cell_mass, cell_tilt, infinity, misplaced = clone_stream(*lay.kernel_args(), spacing=spacing, j0=j0, size=size, chunks=chunks)
     if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
         raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
     grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
-    infinity = min(float(infinity), 1.0)
+    infinity = min(infinity, 1.0)
     # Upper: split M_j between z_j and z_{j+1} keeping mass and e^{-s}-moment (a mean-preserving spread).
     share = np.clip(cell_tilt / math.expm1(-spacing), 0.0, cell_mass)
     up = np.append(cell_mass - share, 0.0)
