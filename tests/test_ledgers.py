@@ -266,6 +266,12 @@ def test_integer_beyond_float_range_refused():
         lambda: ps.ShuffledBinaryRR(2**63, 1.0),
         lambda: ps.ShuffledBinaryRR(2**53, 1.0),
         lambda: ps.FourierAccountant().compose(ps.ShuffledLDP(10**14, 1.0)).get_epsilon_bounds(1e-8),
+        # Every mechanism has the same count limit (beyond it int64 arrays overflow: n = 2**64 gave a
+        # confusing "losses must be finite", n = 1e30 an OverflowError).
+        lambda: ps.ShuffledKRR(2**53 + 1, 4, local_epsilon=1.0),
+        lambda: ps.ShuffledLDP(2**64, 2.0),
+        lambda: ps.ShuffledLDP(10**30, randomizer=ps.randomizers.OUE(domain_size=16, local_epsilon=2.0)),
+        lambda: ps.LabelledClonePair.fmt23(2**53 + 1, 1.0),
     ],
 )
 def test_absurd_sizes_are_refused_up_front(build):

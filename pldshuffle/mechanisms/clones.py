@@ -61,7 +61,7 @@ import warnings
 from dataclasses import dataclass
 
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS
-from .._validation import MAX_LOCAL_EPSILON, check_choice, check_int, check_real
+from .._validation import MAX_COUNT, MAX_LOCAL_EPSILON, check_choice, check_int, check_real
 from ..randomizers.base import Randomizer
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
@@ -117,7 +117,7 @@ class ShuffledLDP(ShuffleMechanism):
     Parameters
     ----------
     num_users : int
-        ``n >= 2``, including the user whose input differs.
+        ``2 <= n <= 2**53``, including the user whose input differs.
     local_epsilon : float, optional
         ``ε0 > 0`` (at most 500) of the local randomizer.  Taken from ``randomizer`` when one is given
         (then it must be omitted or equal the randomizer's true ε0).
@@ -177,7 +177,7 @@ class ShuffledLDP(ShuffleMechanism):
     randomizer: Randomizer | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2))
+        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
         if self.randomizer is not None and not isinstance(self.randomizer, Randomizer):
             raise TypeError(
                 f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}"
