@@ -1,11 +1,12 @@
 """A rough a-priori estimate of the time a ledger takes, to warn before long computations.
 
-The two costs that grow without bound are (a) the FFT compositions: each realisation transforms a window
+The costs that grow without bound are (a) the FFT compositions: each realisation transforms a window
 of W lattice points, O(W log W), and there are about tilts × orders × (1 + witnesses) realisations; and
-(b) the branch and bound over the datasets of :class:`~pldshuffle.ShuffledBinaryRR` with
-``dataset="worst"``, whose cells' binomial pairs are about ``sqrt(n·p(1-p))`` points wide (and cost that
-much each).  Everything
-else (building lattice measures, queries) is cheaper by orders of magnitude in the measured cases.
+(b) building the mechanisms' pair families, which each mechanism estimates itself
+(:meth:`~pldshuffle.ShuffleMechanism.family_seconds`: the branch and bound over the datasets of
+:class:`~pldshuffle.ShuffledBinaryRR`, the supports of :class:`~pldshuffle.ShuffledKRR` and of the clone
+pairs of :class:`~pldshuffle.ShuffledLDP`).  Everything else (building lattice measures, queries) is
+cheaper by orders of magnitude in the measured cases.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from .spacing import composed_range
-from .mechanisms.base import PairFamily, ShuffleMechanism
+from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .results import SlowComputationWarning
 
 __all__ = ["SLOW_SECONDS", "estimated_seconds", "warn_if_slow"]
@@ -23,11 +24,6 @@ __all__ = ["SLOW_SECONDS", "estimated_seconds", "warn_if_slow"]
 #: Seconds per (point × log2 points) of one FFT realisation: 4 realisations of 9.7e6 points took 9.0 s
 #: (ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 1024 rounds, Δ = 1e-5; 2 CPU cores, scipy FFT).
 FFT_SECONDS = 1.0e-8
-#: Seconds per unit of (n·p(1-p))^(1/4) of the 2RR worst-case branch and bound (its pairs cost O(√(n p(1-p)))
-#: each, by recurrence, and fewer cells are needed as n grows), and per unit of n·p(1-p) for the recurrence's
-#: restarts (O(window) each, O(√(n p(1-p))) of them per pair): one round at ε0 = 1 took 1.2 s at n = 1e5,
-#: 2.9 s at 1e6, 4.9 s at 1e7, 4.5 s at 1e8, 5.2 s at 1e9, 13 s at 1e10 and 53 s at 1e11 (2 CPU cores).
-COVER_SECONDS, RESTART_SECONDS = 0.065, 1.5e-9
 #: A same-data block's cover composes each cell's pair and a dataset of it ``count`` times: about this many
 #: compositions of the block's own window (measured on 2RR: 12 s at n = 300, 4 rounds; 22 s at n = 2000,
 #: 8 rounds; 35 s at n = 1e4, 16 rounds: 127, 100 and 73 times one composition's FFT cost).
@@ -45,21 +41,21 @@ def estimated_seconds(
     directions: int = 2,
     witnesses: int = 1,
     block_points: Sequence[float] = (),
+    tail_mass: float = DEFAULT_TAIL_MASS,
 ) -> float:
     """Rough order-of-magnitude estimate of the seconds the accountant needs to build a ledger.
 
-    Calibrated on one 2-core machine (the constants ``FFT_SECONDS``, ``COVER_SECONDS`` and ``RESTART_SECONDS`` of this module
-    name the measurements); expect a factor of 2-3 either way elsewhere.  Method: the sum of
+    Calibrated on one 2-core machine (the constants of this module and of the mechanisms name the
+    measurements); expect a factor of 2-3 either way elsewhere.  Method: the sum of
 
     * the FFT compositions, ``TILTS × directions × (1 + witnesses) × FFT_SECONDS · W log2 W`` (none for a
       single round, which is answered without composing);
-    * for each :class:`~pldshuffle.ShuffledBinaryRR` with ``dataset="worst"``, the branch and bound over
-      datasets, ``COVER_SECONDS · (n·p(1-p))^(1/4) + RESTART_SECONDS · n·p(1-p)`` with ``p = 1/(e^ε0 + 1)``;
-
+    * each distinct mechanism's :meth:`~pldshuffle.ShuffleMechanism.family_seconds` at ``tail_mass``
+      (its pair family is built once);
     * for each same-data block of a worst case, its cover, ``BLOCK_COMPOSITIONS × TILTS × directions ×
       FFT_SECONDS · W_b log2 W_b`` for the block's own window ``W_b``.
 
-    Other costs (other mechanisms' lattice measures, queries) are not modelled.
+    Other costs (lattice measures, queries) are not modelled.
 
     Parameters
     ----------
@@ -74,20 +70,15 @@ def estimated_seconds(
     block_points : sequence of float
         Window points of each same-data block whose mechanism is a worst case over datasets (a family
         with several members).
+    tail_mass : float
+        The ledger's tail mass per mechanism (the supports' size depends on it).
 
     Returns
     -------
     float
         Estimated seconds.
     """
-    from .mechanisms.binary_rr import ShuffledBinaryRR  # here: importing the accountant stays light
-
-    seconds = 0.0
-    for mechanism, _ in ledger:
-        if isinstance(mechanism, ShuffledBinaryRR) and mechanism.dataset == "worst":
-            p = mechanism.flip_probability
-            sd = math.sqrt(mechanism.num_users * p * (1.0 - p))
-            seconds += COVER_SECONDS * math.sqrt(sd) + RESTART_SECONDS * sd * sd
+    seconds = sum(mechanism.family_seconds(tail_mass=tail_mass) for mechanism in dict.fromkeys(m for m, _ in ledger))
     if sum(count for _, count in ledger) > 1 and window_points > 0:
         points = max(float(window_points), 2.0)
         seconds += TILTS * directions * (1 + witnesses) * FFT_SECONDS * points * math.log2(points)
@@ -104,6 +95,7 @@ def warn_if_slow(
     family: Callable[[ShuffleMechanism], PairFamily] | None = None,
     spacing: float | None = None,
     same_data: Sequence[tuple[ShuffleMechanism, int]] = (),
+    tail_mass: float = DEFAULT_TAIL_MASS,
 ) -> bool:
     """Warn (:class:`SlowComputationWarning`) and report when the ledger is estimated to take > ``SLOW_SECONDS``.
 
@@ -114,11 +106,13 @@ def warn_if_slow(
         Progress callback; receives the warning's message too.
     family, spacing : optional
         The (cached) pair family of a mechanism and the lattice spacing.  Without them only the costs
-        known from the parameters are counted (the 2RR branch and bound), so that a warning can come
+        known from the parameters are counted (building the pair families), so that a warning can come
         before the families are built; with them the FFT compositions are counted as well.
     same_data : sequence of (mechanism, count)
         The ledger's same-data blocks; with ``family`` and ``spacing``, the covers of those that are worst
         cases over datasets are counted.
+    tail_mass : float
+        The ledger's tail mass per mechanism.
 
     Returns
     -------
@@ -136,7 +130,7 @@ def warn_if_slow(
             block = family(mechanism)
             if count > 1 and (block.cells is not None or len(block.upper) > 1):
                 blocks.append(composed_range([(block.upper[0], count)])[1] / spacing)
-    seconds = estimated_seconds(ledger, points, directions=directions, witnesses=witnesses, block_points=blocks)
+    seconds = estimated_seconds(ledger, points, directions=directions, witnesses=witnesses, block_points=blocks, tail_mass=tail_mass)
     if seconds <= SLOW_SECONDS:
         return False
     message = f"this composition is estimated to take ~{seconds:.0f} s (a rough order-of-magnitude estimate)"

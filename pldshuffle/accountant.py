@@ -24,7 +24,7 @@ from ._build import build_ledger
 from ._estimate import warn_if_slow
 from .certified import CertifiedPLD, MemoryBudgetError
 from .fft import check_backend
-from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism
+from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, reporting_to
 from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
@@ -144,7 +144,8 @@ class FourierAccountant:
             self._families = {k: v for k, v in self._families.items() if k[1] == key[1]}
             # Reported before the work: some families take seconds (kRR weak at 1e6 users: ~12 s).
             self._report(f"building the neighbouring pairs of {mechanism.describe()}")
-            self._families[key] = mechanism.pair_family(tail_mass=key[1])
+            with reporting_to(self.progress):
+                self._families[key] = mechanism.pair_family(tail_mass=key[1])
         return self._families[key]
 
     def _report(self, message: str) -> None:
@@ -158,12 +159,14 @@ class FourierAccountant:
             raise ValueError("nothing composed yet: call compose(mechanism, count) before querying")
         if self._pld is None:
             self._check_family_memory()
-            warned = warn_if_slow(self.ledger, self._report)  # from the parameters alone, before building families
+            # From the parameters alone, before building families.
+            warned = warn_if_slow(self.ledger, self._report, tail_mass=self.ledger_tail_mass)
             target = self.relative_gap_target or relative_target(self.rounds)
             spacing = self.value_discretization_interval or choose_spacing([(self._family(m).upper[0], n) for m, n in self.ledger], target)
             if not warned:
                 blocks = [(m, n) for (m, same), n in self._ledger.items() if same]
-                warn_if_slow(self.ledger, self._report, family=self._family, spacing=spacing, same_data=blocks)
+                warn_if_slow(self.ledger, self._report, family=self._family, spacing=spacing, same_data=blocks,
+                             tail_mass=self.ledger_tail_mass)
             options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
             self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
                                      tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report)

@@ -38,7 +38,7 @@ from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_
 from .certified import CertifiedPLD, _choose_tilts
 from .composition import CHERNOFF_LAMBDAS, log_mgf
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
-from .mechanisms.base import Cell, PairFamily
+from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily
 from .pld import MASS_RTOL, PrivacyLossPair
 from .spacing import SHORT_LEDGER
 
@@ -53,8 +53,6 @@ _MAX_CELLS = 1600
 _MEMORY_CHECK_EVERY = 8
 #: Largest |loss| offset whose e^z the convex-minorant hulls use (doubles hold e^±709).
 _HULL_EXP = 700.0
-#: Seconds between progress messages of a branch and bound over datasets.
-_REPORT_SECONDS = 2.0
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).
 _MAX_BLOCK_CELLS = 24
 #: Splits one single-round query may add to the cover.
@@ -595,7 +593,7 @@ def _cover(
     report: Callable[[str], None] | None = None,
 ) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
     """Dominating pairs covering every member, the lower witnesses, and the realised members that attain
-    the realisable envelope somewhere (branch and bound; ``report`` hears of it every ``_REPORT_SECONDS``).
+    the realisable envelope somewhere (branch and bound; ``report`` hears of it every ``REPORT_SECONDS``).
 
     Memory: a split cell's pairs are released; realised members that attain the realisable envelope at
     no probe point are dropped (they cannot raise a lower bound there); the refinement stops early --
@@ -641,7 +639,7 @@ def _cover(
     fresh_scores = [True] * len(active)
     steps, last_report = 0, time.monotonic()
     while steps < max_cells:
-        if report is not None and time.monotonic() - last_report >= _REPORT_SECONDS:
+        if report is not None and time.monotonic() - last_report >= REPORT_SECONDS:
             report(f"branch and bound over datasets: {steps} cells split, {len(active)} kept, largest excess {max(scores):.2g}")
             last_report = time.monotonic()
         index = int(np.argmax(scores))

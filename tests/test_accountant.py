@@ -261,10 +261,10 @@ def test_binary_rr_changing_data_covers_the_adaptive_worst_case(n, eps0, rounds)
 
 def test_progress_announces_each_stage_before_its_work(monkeypatch):
     """A family is announced before it is built (kRR weak at 1e6 users takes ~12 s to build), and a branch
-    and bound over datasets reports while it runs (every _REPORT_SECONDS)."""
+    and bound over datasets reports while it runs (every REPORT_SECONDS)."""
     from pldshuffle import dominating
 
-    monkeypatch.setattr(dominating, "_REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(dominating, "REPORT_SECONDS", 0.0)
     messages: list[str] = []
     mechanism = _rr(300, 1.0, "worst")
     real = type(mechanism).pair_family

@@ -226,6 +226,48 @@ def test_streamed_pairs_keep_mass_and_moment(n, eps0, variant, pc):
     assert upper.forward.support_size <= 256 + 4 and lower.forward.support_size <= 256 + 3
 
 
+@pytest.mark.parametrize("variant", ["F", "K"])
+def test_streaming_in_pieces_reports_progress_and_changes_nothing(variant, monkeypatch):
+    """Long streams run in pieces of blocks with a progress report between them; the cells are the same
+    sums in another order."""
+    from pldshuffle.mechanisms import _lattice, base
+
+    whole = clone_pair_bounds(3000, 1.0, fmt20(1.0), variant=variant, max_exact_support=0, bins=1024)
+    monkeypatch.setattr(base, "REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(_lattice, "PIECE_POINTS", 20_000)
+    messages: list[str] = []
+    with base.reporting_to(messages.append):
+        pieced = clone_pair_bounds(3000, 1.0, fmt20(1.0), variant=variant, max_exact_support=0, bins=1024)
+    streaming = [m for m in messages if m.startswith("streaming ") and "outcomes onto the loss lattice" in m]
+    assert len(streaming) >= 3 and streaming[-1].endswith(": 100 %")
+    for a, b in zip(pieced, whole):
+        np.testing.assert_allclose(a.forward.losses, b.forward.losses, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(a.forward.masses, b.forward.masses, rtol=1e-12, atol=1e-300)
+        assert a.forward.infinity_mass == pytest.approx(b.forward.infinity_mass, rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("n, eps0, reduction", [(2000, 1.0, "fmt20"), (10**5, 3.0, "fmt23"), (3 * 10**4, 0.5, "khh21")])
+def test_support_estimates_track_the_exact_count(n, eps0, reduction):
+    """The O(1) estimate behind the time warning and the construction-time refusal is within 25 % of the
+    laid-out count."""
+    mechanism = make(n, eps0, reduction)
+    exact = mechanism.support_size()
+    if reduction == "khh21":
+        from pldshuffle.mechanisms._clone_layout import support_estimate
+
+        estimate = support_estimate(n, mechanism.clone_probability, 0.5, 1e-18)
+    else:
+        estimate = sum(p.support_estimate() for p in mechanism.labelled_pairs())
+    assert 0.8 * exact <= estimate <= 1.25 * exact
+
+
+@pytest.mark.parametrize("constants", [(3.0, 0.2, 0.1, 0.0), (3.0, 0.2, 0.2, 0.1), (math.inf, 0.05, 0.05, 0.2)])
+def test_labelled_pair_support_estimates_track_the_exact_count(constants):
+    pair = ps.LabelledClonePair(30_000, *constants)
+    exact = pair.support_size()
+    assert 0.8 * exact <= pair.support_estimate() <= 1.25 * exact
+
+
 def test_khh21_infinity_atom_closed_form():
     for n in (2, 3, 5, 8):
         for eps0 in (0.5, 1.0, 2.0):

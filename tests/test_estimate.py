@@ -49,6 +49,42 @@ def test_big_case_warns_before_any_work():
     assert record[0].filename == __file__  # points at the user's query
 
 
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        # ~150 s: the layout of ~5e8 cells (u, c), merged blocks of u (weak kRR at 2e6 users took 23 s, estimated 31 s)
+        ps.ShuffledKRR(10**7, 4, local_epsilon=2.0, adversary="weak"),
+        # ~95 s: 2.4e10 clone outcomes streamed (n = 1e8 took 17.7 s, estimated 18.9 s)
+        ps.ShuffledLDP(5 * 10**8, 1.0),
+        # ~40 s: 8.6e9 estimated points streamed (n = 1e8 took 13 s, estimated 12.9 s)
+        ps.ShuffledKRR(3 * 10**8, 4, local_epsilon=2.0, adversary="strong"),
+    ],
+)
+def test_long_family_builds_warn_before_any_work(mechanism):
+    """Each mechanism estimates its own pair family's build (``family_seconds``): long ones are announced
+    before anything is built."""
+    assert mechanism.family_seconds() > SLOW_SECONDS
+    messages: list[str] = []
+    acc = ps.FourierAccountant(progress=messages.append).compose(mechanism, 4)
+    acc._family = _no_family
+    with pytest.warns(ps.SlowComputationWarning, match=r"estimated to take ~\d+ s"), pytest.raises(RuntimeError):
+        acc.get_epsilon_bounds(1e-8)
+    assert messages and "estimated to take" in messages[0]
+
+
+def test_family_estimates_grow_with_the_users_and_vanish_for_small_supports():
+    for make in (
+        lambda n: ps.ShuffledKRR(n, 4, local_epsilon=2.0, adversary="weak"),
+        lambda n: ps.ShuffledKRR(n, 4, local_epsilon=2.0, adversary="strong"),
+        lambda n: ps.ShuffledLDP(n, 1.0),
+        lambda n: ps.ShuffledBinaryRR(n, 1.0),
+    ):
+        seconds = [make(n).family_seconds() for n in (10**3, 10**5, 10**7)]
+        assert seconds == sorted(seconds) and seconds[0] < 0.5 < seconds[-1], seconds
+    assert ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong").family_seconds() == 0.0
+    assert ps.ShuffledBinaryRR(10**6, 1.0, dataset="khh21").family_seconds() == 0.0
+
+
 @pytest.mark.parametrize("num_users,max_memory_bytes", [(10**11, 2 * 2**30), (10**10, 2**29), (10**9, 2**27)])
 def test_pairs_beyond_the_memory_cap_are_refused_before_any_work(num_users, max_memory_bytes):
     """The worst-case cover holds ~32 dataset pairs of ~640 bytes per sd of N_m: refused up front, with the

@@ -319,16 +319,20 @@ def test_log_pmf_is_accurate_at_large_n():
 
 def test_oversized_support_is_refused_quickly():
     start = time.perf_counter()
-    # Large supports are streamed now (n = 1e4 weak, 1e8 strong are fine); absurd ones are refused at construction.
-    with pytest.raises(ValueError, match="num_users=100000000.*tail_mass.*support points.*larger tail_mass"):
-        ShuffledKRR(10**8, 4, gamma=0.25, adversary="weak")
+    # Large supports are streamed (weak at 1e8 users merges its outer coordinate: ~20 min, warned); absurd
+    # ones are refused at construction, weak/histogram by their cells (u, c) (the merged layout's cost).
+    assert ShuffledKRR(10**8, 4, gamma=0.25, adversary="weak").family_seconds() > 60.0
+    with pytest.raises(ValueError, match="num_users=10000000000.*tail_mass.*cells.*larger tail_mass"):
+        ShuffledKRR(10**10, 4, gamma=0.25, adversary="weak")
     with pytest.raises(ValueError, match="support points"):
         ShuffledKRR(10**13, 4, gamma=0.25, adversary="strong")
     with pytest.raises(ValueError, match="num_users"):
         ShuffledKRR(2**63, 4, local_epsilon=1.0, adversary="strong")
-    # ... and a larger tail_mass does not get around the limit at pair_family time.
+    # ... and a smaller tail_mass does not get around the limit at pair_family time.
+    with pytest.raises(ValueError, match="tail_mass=1e-300 would need.*cells"):
+        ShuffledKRR(10**8, 4, gamma=0.25, adversary="weak").pair_family(tail_mass=1e-300)
     with pytest.raises(ValueError, match="tail_mass=1e-300 would need.*support points"):
-        ShuffledKRR(10**6, 4, gamma=0.25, adversary="weak").pair_family(tail_mass=1e-300)
+        ShuffledKRR(10**10, 4, gamma=0.25, adversary="strong").pair_family(tail_mass=1e-300)
     assert time.perf_counter() - start < 10.0
 
 

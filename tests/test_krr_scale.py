@@ -243,3 +243,73 @@ def test_moderate_streamed_supports_are_not_merged_and_meet_the_one_round_target
     for delta in (1e-6, 1e-10):
         bounds = accountant.get_epsilon_bounds(delta)
         assert bounds.lower <= bounds.upper <= bounds.lower * (1 + 1e-4)
+
+
+def _count_points(monkeypatch):
+    """Record the raw points of every merged chunk and the points streamed after merging."""
+    counts = {"raw": 0, "streamed": 0}
+    merge, stream = krr_support._merge_outer, krr_support._streamed
+
+    def merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, *rest):
+        counts["raw"] += int((x_hi - x_lo + 1).sum())
+        return merge(pair_u, pair_c, log_w, x_lo, x_hi, *rest)
+
+    def streamed(args, *rest):
+        counts["streamed"] = int((args[3] - args[2] + 1).sum())
+        return stream(args, *rest)
+
+    monkeypatch.setattr(krr_support, "_merge_outer", merge_outer)
+    monkeypatch.setattr(krr_support, "_streamed", streamed)
+    return counts
+
+
+def test_merged_supports_are_limited_by_their_cells_and_merged_points(monkeypatch):
+    """With the outer coordinate merged, the cost is the layout's cells (u, c) and the merged points, not
+    the raw support (weak, n = 2e6, k = 4, ε0 = 2: ~1e11 raw points, 7e7 merged: built in ~23 s, where it
+    was refused after 14 s of layout): a raw support above MAX_SUPPORT_POINTS is built when its merged
+    points are within it, more merged points are refused before streaming, and too many cells before the
+    layout."""
+    mechanism = ShuffledKRR(300, 4, gamma=0.25, adversary="weak")
+    monkeypatch.setattr(krr_support, "MERGE_TOLERANCE", 0.1)
+    monkeypatch.setattr(krr_support, "_CHUNK_PAIRS", 700)
+    counts = _count_points(monkeypatch)
+    streamed_family(mechanism, monkeypatch, bins=4096)
+    raw, merged = counts["raw"], counts["streamed"]
+    assert raw > 2 * merged > 0
+    monkeypatch.setattr(krr_support, "MAX_SUPPORT_POINTS", merged)
+    exact_dir = exact_family(mechanism, monkeypatch).upper[0].forward
+    family = streamed_family(mechanism, monkeypatch, bins=4096)  # raw > limit: built all the same
+    for eps in EPSILONS:
+        d_exact = raw_delta(exact_dir, eps, upper=False)
+        assert raw_delta(family.lower[0].forward, eps, upper=False) <= d_exact * (1 + 1e-12) + 1e-300, eps
+        assert raw_delta(family.upper[0].forward, eps, upper=True) >= d_exact * (1 - 1e-12), eps
+    monkeypatch.setattr(krr_support, "MAX_SUPPORT_POINTS", merged - 1)
+    with pytest.raises(ValueError, match=f"{merged - 1:,} support points|{merged:,} support points to stream"):
+        streamed_family(mechanism, monkeypatch, bins=4096)
+    counts["raw"] = 0
+    monkeypatch.setattr(krr_support, "MAX_MERGED_PAIRS", 100)
+    with pytest.raises(ValueError, match=r"ShuffledKRR\(num_users=300.*would need [\d,]+ cells \(u, c\).*limit of 100 cells"):
+        streamed_family(mechanism, monkeypatch, bins=4096)
+    assert counts["raw"] == 0  # refused before any cell was laid out
+
+
+def test_long_builds_report_progress(monkeypatch):
+    """The chunked layout and the streaming (in pieces) report through the accountant's callback."""
+    from pldshuffle.mechanisms import _lattice, base
+
+    monkeypatch.setattr(base, "REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(_lattice, "PIECE_POINTS", 10_000)
+    monkeypatch.setattr(krr_support, "MERGE_TOLERANCE", 0.1)
+    monkeypatch.setattr(krr_support, "_CHUNK_PAIRS", 700)
+    messages: list[str] = []
+    mechanism = ShuffledKRR(300, 4, gamma=0.25, adversary="weak")
+    with base.reporting_to(messages.append):
+        pieced = streamed_family(mechanism, monkeypatch, bins=4096)
+    assert any(m.startswith("laying out ") and "cells (u, c)" in m for m in messages)
+    streaming = [m for m in messages if m.startswith("streaming ")]
+    assert len(streaming) >= 3 and streaming[-1].endswith(": 100 %")
+    monkeypatch.setattr(_lattice, "PIECE_POINTS", 10**9)
+    whole = streamed_family(mechanism, monkeypatch, bins=4096)  # one piece: the same cells, summed in another order
+    for a, b in ((pieced.lower[0].forward, whole.lower[0].forward), (pieced.upper[0].forward, whole.upper[0].forward)):
+        np.testing.assert_allclose(a.losses, b.losses, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(a.masses, b.masses, rtol=1e-12, atol=1e-300)

@@ -17,8 +17,22 @@ from numpy.typing import NDArray
 from .._kernels import clone_fill_support, clone_loss_range, clone_stream, num_threads
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
+from ._lattice import lattice_distributions, pieces
+from .base import build_progress
 
-__all__ = ["EXACT_SUPPORT_LIMIT", "MAX_EXACT_SUPPORT", "MAX_STREAMED_SUPPORT", "STREAM_GRID_BINS", "Layout", "exact_pair", "layout", "layout_bounds"]
+__all__ = [
+    "EXACT_SUPPORT_LIMIT",
+    "MAX_EXACT_SUPPORT",
+    "MAX_STREAMED_SUPPORT",
+    "POINT_SECONDS",
+    "STREAM_GRID_BINS",
+    "Layout",
+    "exact_pair",
+    "layout",
+    "layout_bounds",
+    "streaming_seconds",
+    "support_estimate",
+]
 
 #: Supports up to this size are evaluated exactly, larger ones streamed onto a lattice (faster, O(1)
 #: memory, relative ε error ~1e-8).
@@ -29,6 +43,8 @@ MAX_EXACT_SUPPORT = 20_000_000
 MAX_STREAMED_SUPPORT = 20_000_000_000
 #: Number of lattice cells spanning the loss range of a streamed pair.
 STREAM_GRID_BINS = 2**16
+#: Seconds per streamed point, layout included: FMT20, n = 1e8, ε0 = 1: 4.57e9 points in 17.7 s (2 CPU cores).
+POINT_SECONDS = 3.9e-9
 
 _MAX_STREAM_THREADS = 8
 
@@ -50,8 +66,27 @@ class Layout:
     dropped: float
     support: int
 
-    def kernel_args(self) -> tuple:
-        return (self.totals, self.a_lo, self.a_hi, self.start, self.start_value, self.u, self.v, self.kappa, *self.constants)
+    def kernel_args(self, first: int = 0, stop: int | None = None) -> tuple:
+        """Arguments of the block kernels for blocks ``first .. stop-1`` (all by default)."""
+        part = slice(first, stop)
+        arrays = (self.totals, self.a_lo, self.a_hi, self.start, self.start_value, self.u, self.v, self.kappa)
+        return (*(a[part] for a in arrays), *self.constants)
+
+
+def support_estimate(num_users: int, clone_probability: float, share: float, tail_mass: float) -> float:
+    """Rough number of kept outcomes, O(1): the window of ``C ~ Bin(n-1, p_c)`` times that of
+    ``A | C ~ Bin(C, share)`` at the typical ``C``, each about ``2 sqrt(2 log(1/tail_mass))`` standard
+    deviations wide (within ~10% of the exact count of :func:`layout`, which costs O(sqrt(n p_c)) scipy
+    calls: seconds at n = 1e8)."""
+    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+    n, pc = float(num_users), clone_probability
+    return (z * math.sqrt(n * pc * (1.0 - pc)) + 1.0) * (z * math.sqrt(n * pc * share * (1.0 - share)) + 1.0)
+
+
+def streaming_seconds(support: float) -> float:
+    """Estimated seconds to stream ``support`` outcomes (0 up to :data:`EXACT_SUPPORT_LIMIT`, which are
+    evaluated exactly in well under a second)."""
+    return POINT_SECONDS * support if support > EXACT_SUPPORT_LIMIT else 0.0
 
 
 def _half_windows(c: NDArray[np.int64], tail_mass: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
@@ -148,22 +183,21 @@ def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair
     spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
     j0 = int(math.floor(smin / spacing)) - 1
     size = int(math.floor(smax / spacing)) - j0 + 2
-    chunks = max(1, min(num_threads(), _MAX_STREAM_THREADS, lay.totals.size))
-    cell_mass, cell_tilt, infinity, misplaced = clone_stream(*lay.kernel_args(), spacing=spacing, j0=j0, size=size, chunks=chunks)
+    widths = lay.a_hi - lay.a_lo + 1
+    tick = build_progress(f"streaming {lay.support:,} outcomes onto the loss lattice")
+    cell_mass, cell_tilt = np.zeros(size), np.zeros(size)
+    infinity, misplaced, done = 0.0, 0, 0
+    for first, stop in pieces(widths):
+        chunks = max(1, min(num_threads(), _MAX_STREAM_THREADS, stop - first))
+        mass, tilt, inf_mass, bad = clone_stream(*lay.kernel_args(first, stop), spacing=spacing, j0=j0, size=size, chunks=chunks)
+        cell_mass += mass
+        cell_tilt += tilt
+        infinity, misplaced = infinity + inf_mass, misplaced + bad
+        done += int(widths[first:stop].sum())
+        tick(done / lay.support)
     if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
         raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
-    grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
-    infinity = min(infinity, 1.0)
-    # Upper: split M_j between z_j and z_{j+1} keeping mass and e^{-s}-moment (a mean-preserving spread).
-    share = np.clip(cell_tilt / math.expm1(-spacing), 0.0, cell_mass)
-    up = np.append(cell_mass - share, 0.0)
-    up[1:] += share
-    # Lower: one atom per cell at the conditional mean of e^{-s} (a mean-preserving contraction).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0))
-    offset = np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
-    lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=lay.dropped)
-    upper = LossDistribution(grid, up, infinity_mass=infinity, truncated_mass=lay.dropped)
+    lower, upper = lattice_distributions(cell_mass, cell_tilt, spacing, j0, infinity, lay.dropped)
     note = f"; {lay.support:,} outcomes streamed onto a loss lattice of spacing {spacing:.3g}"
     return (
         PrivacyLossPair(lower, None, label=label + note + ", cell-wise mean-preserving contraction (lower bound)"),

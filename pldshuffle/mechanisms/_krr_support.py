@@ -18,15 +18,21 @@ from numpy.typing import NDArray
 from .._kernels import fill_tilted_points, num_threads, stream_tilted_points
 from ..pld import LossDistribution
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
-from ._lattice import lattice_distributions
+from ._lattice import lattice_distributions, pieces
+from .base import build_progress
 
 __all__ = [
     "ESTIMATE_LIMIT",
     "EXACT_SUPPORT_LIMIT",
+    "MAX_MERGED_PAIRS",
     "MAX_PAIRS",
     "MAX_SUPPORT_POINTS",
     "MERGE_TOLERANCE",
+    "MERGED_POINT_SECONDS",
+    "PAIR_SECONDS",
+    "POINT_SECONDS",
     "STREAM_GRID_BINS",
+    "UNMERGED_STREAM_LIMIT",
     "refusal",
     "tilted_trinomial_support",
     "tilted_windows",
@@ -47,11 +53,20 @@ MERGE_TOLERANCE = 1e-2
 #: n = 2000, k = 3, ε0 = 1, one round, δ = 1e-10: gap 1.3e-4 merged, 1.2e-8 unmerged, 0.7 s either way;
 #: n = 1e4, k = 4, ε0 = 2: 1.1e8 points, 0.3 → 0.8 s).
 UNMERGED_STREAM_LIMIT = 200_000_000
-#: Largest support streamed; larger requests are refused up front (~10-20 ns per point: ~1 h at the limit).
+#: Largest support streamed (after merging); larger requests are refused before they are streamed
+#: (~10-25 ns per point: ~1 h at the limit).
 MAX_SUPPORT_POINTS = 200_000_000_000
-#: Requests whose :meth:`ShuffledKRR.support_estimate` exceeds this are refused before any work (the
-#: estimate over-counts by about 2; the exact count is checked against MAX_SUPPORT_POINTS later).
+#: Requests whose :meth:`ShuffledKRR.support_estimate` (after merging) exceeds this are refused before any
+#: work (the estimate over-counts by about 2; the exact count is checked against MAX_SUPPORT_POINTS later).
 ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
+#: Largest number of cells ``(u, c)`` laid out chunk by chunk when the outer coordinate is merged; more
+#: are refused before the layout (``PAIR_SECONDS`` each: ~40 min at the limit).
+MAX_MERGED_PAIRS = 10_000_000_000
+#: Seconds per cell ``(u, c)`` of the layout (window searches, log-pmfs, the merge) and per streamed
+#: point after merging: weak, n = 1e6, k = 4, ε0 = 2: 4.0e7 cells in 11.5 s, 5.0e7 merged points in
+#: 1.3 s; and per point of :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts
+#: ~2 per point): strong, n = 1e8, k = 4, ε0 = 2: 2.9e9 estimated points in 13 s (2 CPU cores).
+PAIR_SECONDS, MERGED_POINT_SECONDS, POINT_SECONDS = 2.9e-7, 2.6e-8, 4.5e-9
 #: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk.
 _CHUNK_PAIRS = 2_000_000
 #: Largest number of cells ``(u, c)`` (each a window of x values) held at once when the outer coordinate
@@ -133,9 +148,11 @@ def tilted_trinomial_support(
     keeps the points above a level of the joint mass (an ellipsoid rather than a box: ~40% fewer points
     than equal conditional tails for the same dropped mass).
 
-    ``context`` and ``advice`` name the request and what to change in the message refusing a support
-    larger than :data:`MAX_SUPPORT_POINTS` (raised before the per-point work starts, and before the K
-    per-pair arrays are built when K alone exceeds :data:`MAX_PAIRS`).
+    ``context`` and ``advice`` name the request and what to change in the message refusing it: before
+    the K per-pair arrays are built when K exceeds :data:`MAX_PAIRS` (cells held at once, when the outer
+    coordinate cannot be merged) or :data:`MAX_MERGED_PAIRS` (cells laid out chunk by chunk, when it
+    can), and before the per-point work when the points to stream (after merging) exceed
+    :data:`MAX_SUPPORT_POINTS`.
 
     Cost: the windows take O(log n) vectorised scipy calls over U, K' ≤ K and C entries, the log-pmf
     tables O(K + C·Wx) entries.  Exact (S ≤ ``max_exact_support``): the S kept points in O(S) in a
@@ -176,9 +193,12 @@ def tilted_trinomial_support(
             blocks = np.floor(np.log(ratio) / math.log1p(MERGE_TOLERANCE)).astype(np.int64)
             if 4 * (int(blocks.max() - blocks.min()) + 1) > ratio.size:
                 blocks = None
-        if pairs > MAX_PAIRS and blocks is None:  # checked before the per-pair arrays are built
+        # Checked before the per-pair arrays are built: their number bounds the memory when they cannot
+        # be merged (held at once), the time when they can (laid out chunk by chunk).
+        limit = MAX_PAIRS if blocks is None else MAX_MERGED_PAIRS
+        if pairs > limit:
             need = f"{pairs:,} cells (u, c), each a window of x values"
-            raise ValueError(refusal(context, need, tail_mass, advice, f"{MAX_PAIRS:,} cells"))
+            raise ValueError(refusal(context, need, tail_mass, advice, f"{limit:,} cells"))
 
     def layout(first: int, stop: int) -> tuple:
         """Pairs ``(u, c)`` of outer indices ``first .. stop-1``: ``(pair_u, pair_c, log_w, x_lo, x_hi, dropped)``."""
@@ -212,34 +232,33 @@ def tilted_trinomial_support(
         ends = np.searchsorted(np.cumsum(c_width), np.arange(1, -(-pairs // _CHUNK_PAIRS) + 1) * _CHUNK_PAIRS, side="left")
         bounds = [0, *sorted({min(int(e) + 1, u.size) for e in ends})]
         parts, total = [], 0
+        tick = build_progress(f"laying out {pairs:,} cells (u, c) and merging blocks of u")
         for first, stop in zip(bounds[:-1], bounds[1:]):
+            tick(int(c_width[:first].sum()) / pairs)
             pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(first, stop)
             dropped += lost
             total += int((x_hi - x_lo + 1).sum())
-            if total > MAX_SUPPORT_POINTS:
-                raise ValueError(refusal(context, f"more than {total:,} support points", tail_mass, advice))
             parts.append(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
             parts = [_group(*(np.concatenate(column) for column in zip(*parts)))]  # blocks spanning chunks
         merged = _merged_kernel_args(*parts[0])
-        return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins)
+        return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins, context, tail_mass, advice)
 
     pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(0, u.size)
     dropped += lost
     x_width = x_hi - x_lo + 1
     total = int(x_width.sum())
-    if total > MAX_SUPPORT_POINTS:
-        raise ValueError(refusal(context, f"{total:,} support points", tail_mass, advice))
     # Masses below 2·(smallest normal double) may have been flushed to 0 (fill_tilted_points): book that much per point.
     truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
     if total > max(max_exact_support, UNMERGED_STREAM_LIMIT) and blocks is not None:
         merged = _merged_kernel_args(*_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
-        return _streamed(merged, truncated, bins)
+        return _streamed(merged, truncated, bins, context, tail_mass, advice)
     # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
     # kernels walk outwards from it by exact ratios.
     log_wa = log_w + _anchor_logpmf(pair_c, x_lo, x_hi)
     if total > max_exact_support:
         rp = ratio[pair_u]
-        return _streamed((pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp), truncated, bins)
+        args = (pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp)
+        return _streamed(args, truncated, bins, context, tail_mass, advice)
     losses = np.empty(total)
     masses = np.empty(total)
     fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
@@ -307,8 +326,13 @@ def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
     )
 
 
-def _streamed(kernel_args: tuple, truncated: float, bins: int) -> tuple[LossDistribution, LossDistribution]:
+def _streamed(
+    kernel_args: tuple, truncated: float, bins: int, context: str, tail_mass: float, advice: str
+) -> tuple[LossDistribution, LossDistribution]:
     """Stream the kept points onto a lattice of ``bins`` cells over their loss range; ``(lower, upper)``.
+
+    More than :data:`MAX_SUPPORT_POINTS` points are refused (``ValueError`` naming ``context`` and
+    ``advice``) before streaming.
 
     ``kernel_args`` are those of :func:`~pldshuffle._kernels.stream_tilted_points` (pairs with their own
     tilt and ratio interval).  The loss range comes from the window ends (the loss
@@ -316,6 +340,9 @@ def _streamed(kernel_args: tuple, truncated: float, bins: int) -> tuple[LossDist
     ``r_hi``, widened by one cell on both sides.  O(S) time, O(K + bins·threads) memory.
     """
     pair_c, _, x_lo, x_hi, _, _, ratio, r_lo, r_hi = kernel_args
+    points = int((x_hi - x_lo + 1).sum())
+    if points > MAX_SUPPORT_POINTS:
+        raise ValueError(refusal(context, f"{points:,} support points to stream", tail_mass, advice))
     ends = []
     for r in (r_lo, ratio, r_hi):
         for x, step in ((x_lo, 1), (x_hi, -1)):
@@ -335,13 +362,23 @@ def _streamed(kernel_args: tuple, truncated: float, bins: int) -> tuple[LossDist
     spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
     j0 = int(math.floor(smin / spacing)) - 1
     size = int(math.floor(smax / spacing)) - j0 + 2
-    chunks = max(1, min(num_threads(), pair_c.size))
-    low_mass, low_tilt, up_mass, up_tilt, infinity, misplaced = stream_tilted_points(*kernel_args, spacing, j0, size, chunks)
+    widths = x_hi - x_lo + 1
+    tick = build_progress(f"streaming {points:,} points onto the loss lattice")
+    sums = [np.zeros(size) for _ in range(4)]  # low mass, low tilt, up mass, up tilt
+    infinity, misplaced, done = 0.0, 0, 0
+    for first, stop in pieces(widths):
+        chunks = max(1, min(num_threads(), stop - first))
+        *cells, inf_mass, bad = stream_tilted_points(*(a[first:stop] for a in kernel_args), spacing, j0, size, chunks)
+        for total, part in zip(sums, cells):
+            total += part
+        infinity, misplaced = infinity + float(inf_mass), misplaced + int(bad)
+        done += int(widths[first:stop].sum())
+        tick(done / points)
     if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
         raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
-    infinity = min(float(infinity), 1.0)
-    lower, _ = lattice_distributions(low_mass, low_tilt, spacing, j0, infinity, truncated)
-    _, upper = lattice_distributions(up_mass, up_tilt, spacing, j0, infinity, truncated)
+    infinity = min(infinity, 1.0)
+    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated)
+    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated)
     return lower, upper
 
 

@@ -24,9 +24,27 @@ from numpy.typing import NDArray
 
 from ..pld import LossDistribution
 
-__all__ = ["lattice_distributions"]
+__all__ = ["PIECE_POINTS", "lattice_distributions", "pieces"]
 
 _ROUNDING = 1e-12
+#: Points streamed per kernel call: longer streams go in pieces, with a progress report between them
+#: (~0.5-2.5 s each on 2 cores).
+PIECE_POINTS = 100_000_000
+
+
+def pieces(widths: NDArray[np.int64], limit: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive non-empty ranges ``[first, stop)`` covering the entries, entry ``i`` holding ``widths[i]``
+    points, each holding at most ``limit`` (default :data:`PIECE_POINTS`) points plus one entry's
+    (cut where the running total passes a multiple of ``limit``).  O(len(widths))."""
+    limit = PIECE_POINTS if limit is None else limit
+    total = np.cumsum(widths)
+    if total.size == 0:
+        return []
+    if total[-1] <= limit:
+        return [(0, int(total.size))]
+    cuts = np.searchsorted(total, np.arange(limit, int(total[-1]), limit), side="right")
+    bounds = sorted({0, *(int(c) for c in cuts if 0 < c < total.size), int(total.size)})
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def lattice_distributions(

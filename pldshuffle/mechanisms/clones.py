@@ -60,8 +60,8 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS
-from .._validation import MAX_COUNT, MAX_LOCAL_EPSILON, check_choice, check_int, check_real
+from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
+from .._validation import MAX_COUNT, MAX_LOCAL_EPSILON, check_choice, check_int, check_real, check_size
 from ..randomizers.base import Randomizer
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
@@ -215,6 +215,7 @@ class ShuffledLDP(ShuffleMechanism):
                 UserWarning,
                 stacklevel=3,  # __post_init__ <- dataclass __init__ <- user code
             )
+        self._check_size()
 
     @property
     def _eps0(self) -> float:
@@ -258,6 +259,25 @@ class ShuffledLDP(ShuffleMechanism):
         if self.reduction == "khh21":
             return clone_support_size(self.num_users, self._eps0, self.clone_probability, tail_mass, variant="K")
         return sum(p.support_size(tail_mass=tail_mass) for p in self.labelled_pairs())
+
+    def family_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """Streaming the clone pairs' supports (``POINT_SECONDS`` per point of their O(1) estimate)."""
+        if self.reduction == "khh21":
+            return streaming_seconds(support_estimate(self.num_users, self.clone_probability, 0.5, tail_mass))
+        return sum(p.build_seconds(tail_mass=tail_mass) for p in self.labelled_pairs())
+
+    def _check_size(self) -> None:
+        """Refuse (ValueError) at construction a pair whose O(1) support estimate at the default tail mass
+        is far (4×) above :data:`MAX_STREAMED_SUPPORT`; the exact count is checked when the pair is laid out."""
+        if self.reduction == "khh21":
+            estimate = support_estimate(self.num_users, self.clone_probability, 0.5, DEFAULT_TAIL_MASS)
+        else:
+            estimate = max(p.support_estimate() for p in self.labelled_pairs())
+        check_size(
+            estimate, 4 * MAX_STREAMED_SUPPORT, what="support points",
+            request=f"ShuffledLDP(num_users={self.num_users}, local_epsilon={self._eps0:g}, reduction={self.reduction!r})",
+            advice="fewer users (num_users), a larger local_epsilon, or an analytic bound (pldshuffle.bounds)",
+        )
 
     def describe(self) -> str:
         names = {

@@ -79,10 +79,15 @@ from ..pld import PrivacyLossPair
 from ._krr_support import (
     ESTIMATE_LIMIT,
     EXACT_SUPPORT_LIMIT,
+    MAX_MERGED_PAIRS,
     MAX_PAIRS,
     MAX_SUPPORT_POINTS,
     MERGE_TOLERANCE,
+    MERGED_POINT_SECONDS,
+    PAIR_SECONDS,
+    POINT_SECONDS,
     STREAM_GRID_BINS,
+    UNMERGED_STREAM_LIMIT,
     tilted_trinomial_support,
     with_zero_atom,
 )
@@ -144,11 +149,13 @@ class ShuffledKRR(ShuffleMechanism):
 
     Notes
     -----
-    Validity range: every ``2 ≤ n ≤ 2^53``, ``k ≥ 2``, ``γ/k ≥ 1e-100`` (``ε0 ≲ 230``), as long as the
-    truncated support has at most :data:`MAX_SUPPORT_POINTS` points (requests whose
-    :meth:`support_estimate` is far above are refused at construction, the exact count is checked
-    before the per-point work).  Support sizes ``S`` at the default tail mass (``g = γ/k``; the constants
-    grow like ``log(1/tail_mass)^{d/2}`` in ``d`` truncated dimensions):
+    Validity range: every ``2 ≤ n ≤ 2^53``, ``k ≥ 2``, ``γ/k ≥ 1e-100`` (``ε0 ≲ 230``), as long as at
+    most :data:`MAX_SUPPORT_POINTS` points are streamed (after merging) and, for ``"weak"`` and
+    ``"histogram"``, at most ``MAX_MERGED_PAIRS`` (1e10) cells ``(u, c)`` are laid out (requests whose
+    estimates are far above are refused at construction, the exact counts are checked before the
+    per-cell and per-point work; :meth:`family_seconds` estimates the time, and the accountant warns
+    above ~30 s).  Support sizes ``S`` at the default tail mass (``g = γ/k``; the constants grow like
+    ``log(1/tail_mass)^{d/2}`` in ``d`` truncated dimensions):
 
     * ``"strong"``, ``"khh21"``: ``S ≈ 270 n g sqrt(1-2g)`` -- ``O(n)``; 1.5e4 points at
       ``n=1000, k=4, γ=0.25``, 1.5e5 at ``n=1e4``, 1.5e7 at ``n=1e6``;
@@ -162,9 +169,11 @@ class ShuffledKRR(ShuffleMechanism):
     :data:`STREAM_GRID_BINS` cells, giving a strict lower and a strict upper pair (the family then has
     ``lower != upper``); for ``"weak"``/``"histogram"`` supports above ``UNMERGED_STREAM_LIMIT`` (2e8)
     points first merge the outer coordinate over blocks of nearly equal tilt (:data:`MERGE_TOLERANCE`),
-    which divides the points by the block size (~``MERGE_TOLERANCE · nγ``).  Measured on a loaded 2-core machine (``k=4, ε0=2``, whole accountant
-    query, δ=1e-6): strong ``n=1e7`` 64 rounds 6 s; weak ``n=1e5`` 10 rounds 5 s; weak ``n=1e6``
-    10 rounds 29 s at 0.5 GiB peak.
+    which divides the points by the block size (~``MERGE_TOLERANCE · nγ``); the cost is then the
+    layout of the ~``330 nγ sqrt(2(1-γ)(1-2/k)/k)`` cells ``(u, c)`` (``O(n)``, ~0.3 µs each).  Measured
+    on a 2-core machine (``k=4, ε0=2``, whole accountant query, δ=1e-6): strong ``n=1e7`` 64 rounds
+    2.0 s, ``n=1e8`` one round 13 s; weak ``n=1e5`` 10 rounds 2.2 s, ``n=1e6`` 10 rounds 13 s at
+    0.5 GiB peak, ``n=2e6`` 10 rounds 23 s at 0.44 GiB (7.8e7 cells; warned).
 
     Examples
     --------
@@ -214,9 +223,15 @@ class ShuffledKRR(ShuffleMechanism):
 
         Each truncated coordinate ``Bin(N, π)`` spans about ``2 sqrt(2 log(1/tail_mass)) sqrt(Nπ(1-π)) + 1``
         values at its typical ``N``; the product over the coordinates over-estimates the kept points (an
-        ellipsoid in that box) by a factor of about 2.  Used to refuse absurd requests before any work.
+        ellipsoid in that box) by a factor of about 2.
         """
-        tail = check_probability("tail_mass", tail_mass)
+        return self._size_estimates(check_probability("tail_mass", tail_mass))[1]
+
+    def _size_estimates(self, tail: float) -> tuple[float, float, float]:
+        """``(cells, points, merged)``: the estimated cells ``(u, c)`` (``weak``/``histogram``; 1 otherwise),
+        support points (:meth:`support_estimate`) and the points to stream: all of them up to
+        ``UNMERGED_STREAM_LIMIT``, else those left after merging blocks of the outer coordinate (about
+        ``MERGE_TOLERANCE · N π`` outer values per block, ``Bin(N, π)`` the outer coordinate)."""
         n, k = float(self.num_users), self.domain_size
         gamma = self.blanket_probability
         g = gamma / k
@@ -226,14 +241,37 @@ class ShuffledKRR(ShuffleMechanism):
             return z * math.sqrt(max(trials * prob * (1.0 - prob), 0.0)) + 1.0
 
         if self.adversary in ("strong", "khh21"):
-            return width(n, 2 * g) * width(2 * n * g, 0.5)
+            points = width(n, 2 * g) * width(2 * n * g, 0.5)
+            return 1.0, points, points
         if self.adversary == "weak":
-            return width(n, gamma) * width(n * gamma, 2.0 / k) * width(2 * n * gamma / k, 0.5)
-        other = (k - 1) * g
-        return width(n, other) * (width(n * other, 2.0 / (k - 1)) * width(2 * n * g, 0.5) + width(n * other, 1.0 / (k - 1)))
+            outer = n * gamma
+            cells = width(n, gamma) * width(outer, 2.0 / k)
+            points = cells * width(2 * outer / k, 0.5)
+        else:
+            other = (k - 1) * g
+            outer = n * other
+            cells = width(n, other) * width(outer, 2.0 / (k - 1))
+            points = cells * width(2 * n * g, 0.5) + width(n, other) * width(outer, 1.0 / (k - 1))
+        merged = points if points <= UNMERGED_STREAM_LIMIT else points / max(1.0, MERGE_TOLERANCE * outer)
+        return cells, points, merged
+
+    def family_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """Streaming the support (``POINT_SECONDS`` per estimated point) or, when the outer coordinate is
+        merged, laying out its cells ``(u, c)`` (``PAIR_SECONDS`` each: window searches, log-pmfs, the
+        merge) and streaming the merged points (``MERGED_POINT_SECONDS`` each); supports of at most
+        :data:`EXACT_SUPPORT_LIMIT` points cost nothing noticeable."""
+        cells, points, merged = self._size_estimates(check_probability("tail_mass", tail_mass))
+        if points <= EXACT_SUPPORT_LIMIT:
+            return 0.0
+        if merged == points:
+            return POINT_SECONDS * points
+        return PAIR_SECONDS * cells + MERGED_POINT_SECONDS * merged
 
     def _check_size(self, tail_mass: float) -> None:
-        """Refuse (ValueError) a request whose :meth:`support_estimate` is far above :data:`MAX_SUPPORT_POINTS`."""
+        """Refuse (ValueError) a request whose estimated cost is far above the limits: for ``weak`` and
+        ``histogram`` its cells beyond ``4 · MAX_MERGED_PAIRS`` or (unmerged) points beyond
+        :data:`ESTIMATE_LIMIT`, else its support points beyond :data:`ESTIMATE_LIMIT`.  The exact counts
+        are checked again before the per-cell work (``tilted_trinomial_support``)."""
         request = (
             f"ShuffledKRR(num_users={self.num_users}, domain_size={self.domain_size}, "
             f"gamma={self.blanket_probability:.6g}, adversary={self.adversary!r}) at tail_mass={tail_mass:g}"
@@ -241,7 +279,10 @@ class ShuffledKRR(ShuffleMechanism):
         advice = "fewer users (num_users), a larger local_epsilon, or a larger tail_mass"
         if self.adversary == "weak":
             advice += ", or adversary='strong' (O(n) points, an upper bound on 'weak')"
-        check_size(self.support_estimate(tail_mass=tail_mass), ESTIMATE_LIMIT, what="support points", request=request, advice=advice)
+        cells, points, merged = self._size_estimates(tail_mass)
+        if cells > 1.0:
+            check_size(cells, 4 * MAX_MERGED_PAIRS, what="cells (u, c)", request=request, advice=advice)
+        check_size(merged, ESTIMATE_LIMIT, what="support points", request=request, advice=advice)
 
     # ------------------------------------------------------------------ parameters
     def _log_parameters(self) -> tuple[float, float]:
