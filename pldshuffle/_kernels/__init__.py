@@ -9,7 +9,9 @@ processes (set by :func:`configure_numba_cache`, which ``pldshuffle/__init__.py`
 Kernels are plain Python functions registered with :func:`jit`; :func:`compiled` replaces each by its
 numba dispatcher in every kernel module's namespace (so jitted kernels calling each other, across modules
 too, resolve to dispatchers) the first time any kernel is needed, and a module's ``_fma`` by LLVM's fused
-multiply-add.  Submodules by topic: :mod:`.profile` (lattice hockey-stick profiles, rounding MGFs),
+multiply-add.  (numba's cache checks only the source file of the kernel it compiled: after editing a kernel
+that another module's kernels call, e.g. :func:`.tilted._add` from :mod:`.clones`, clear the cache
+directory.)  Submodules by topic: :mod:`.profile` (lattice hockey-stick profiles, rounding MGFs),
 :mod:`.tilted` (kRR tilted trinomial pairs, lattice cells), :mod:`.clones` (clone pairs) and
 :mod:`.binomial` (2RR binomial windows and sums of two binomials).
 """
