@@ -15,6 +15,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 
+from .certified import BYTES_PER_POINT, WORK_BYTES_PER_POINT
 from .spacing import composed_range
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .results import SlowComputationWarning
@@ -96,6 +97,7 @@ def warn_if_slow(
     spacing: float | None = None,
     same_data: Sequence[tuple[ShuffleMechanism, int]] = (),
     tail_mass: float = DEFAULT_TAIL_MASS,
+    max_memory_bytes: float = math.inf,
 ) -> bool:
     """Warn (:class:`SlowComputationWarning`) and report when the ledger is estimated to take > ``SLOW_SECONDS``.
 
@@ -113,6 +115,10 @@ def warn_if_slow(
         cases over datasets are counted.
     tail_mass : float
         The ledger's tail mass per mechanism.
+    max_memory_bytes : float
+        The accountant's memory cap: a window beyond what it holds is coarsened to fit before it is
+        composed (``BYTES_PER_POINT`` per held point of every realisation, ``WORK_BYTES_PER_POINT`` for the
+        transform at work), so the estimate counts at most that many points.
 
     Returns
     -------
@@ -126,6 +132,8 @@ def warn_if_slow(
         directions = max(len(f.upper[0].directions) for f in chosen)
         witnesses = max(len(f.lower) for f in chosen)
         points = composed_range([(f.upper[0], n) for f, (_, n) in zip(chosen, ledger)])[1] / spacing
+        realisations = TILTS * directions * (1 + witnesses)
+        points = min(points, max_memory_bytes / (BYTES_PER_POINT * realisations + WORK_BYTES_PER_POINT))
         for mechanism, count in same_data:
             block = family(mechanism)
             if count > 1 and (block.cells is not None or len(block.upper) > 1):

@@ -460,7 +460,8 @@ def invert(delta_fn, delta: float, *, upper: bool, bracket: tuple[float, float] 
 
     For an upper δ-curve the returned ε satisfies the inequality (a valid upper bound on ε); for a lower
     curve the returned ε is a point where the curve still exceeds δ (a valid lower bound on ε), or 0.
-    Each step evaluates 33 points at once, shrinking the bracket 32-fold, down to a relative width 1e-12.
+    The first passing point is searched on a geometric grid over [1e-6, 1e6], then over [1e6, 1e308]; each
+    step then evaluates 33 points at once, shrinking the bracket 32-fold, down to a relative width 1e-12.
     ``bracket=(lo, hi)``, when ``delta_fn(hi) ≤ delta`` is known (e.g. a curve above it passes there), skips
     the initial search; the answer still only ever moves to points where ``delta_fn ≤ delta``.
     """
@@ -475,10 +476,15 @@ def invert(delta_fn, delta: float, *, upper: bool, bracket: tuple[float, float] 
         if f(np.array([0.0]))[0] <= delta:
             return 0.0
         probes = np.geomspace(1e-6, 1e6, 97)
-        values = f(probes)
-        passing = np.flatnonzero(values <= delta)
+        passing = np.flatnonzero(f(probes) <= delta)
         if passing.size == 0:
-            return math.inf
+            # Beyond 1e6 (e.g. a million rounds at ε0 = 3): probe on up to the largest doubles.  Above
+            # them only the mass at +∞ is left, so no pass means ε = ∞ in both directions.
+            far = np.geomspace(1e6, 1e308, 303)
+            passing = np.flatnonzero(f(far) <= delta)
+            if passing.size == 0:
+                return math.inf
+            probes = far
         k = int(passing[0])
         lo, hi = (0.0 if k == 0 else float(probes[k - 1])), float(probes[k])
     while hi - lo > 1e-12 * hi:

@@ -143,7 +143,8 @@ class Realization:
     def finite_delta(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         """``Σ_{z_l > ε} b_l (1 - e^{ε - z_l})`` over the stored masses (no error terms); O(1) per ε."""
         eps = np.asarray(epsilon, dtype=np.float64)
-        k = np.clip(np.floor(eps / self.spacing).astype(np.int64) + 1 - self.lo_index, 0, self.size)
+        # Clipped before the cast: ε/Δ beyond 2^63 (the inversion probes up to 1e308) must not wrap around.
+        k = np.clip(np.floor(eps / self.spacing) + 1.0 - self.lo_index, 0, self.size).astype(np.int64)
         gap = np.minimum(eps - (self.lo_index + k) * self.spacing, 0.0)
         return self._suffix[k] * (-np.expm1(gap)) + np.exp(gap) * self._profile[k]
 

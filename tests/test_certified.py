@@ -390,6 +390,20 @@ def test_bracketed_inversion_agrees_and_stays_on_the_safe_side():
     assert curve(np.array([loose]))[0] <= 1e-6 and loose >= plain
 
 
+@pytest.mark.parametrize("edge", [0.5, 3e6, 7.7e150, 1e307])
+def test_inversion_finds_answers_beyond_a_million(edge):
+    """The first passing ε was searched on [1e-6, 1e6] only: beyond it the lower end came out ∞ (a crossed
+    bracket [∞, 3e6] for a million rounds of 2RR at ε0 = 3)."""
+    from pldshuffle.certified import invert
+
+    curve = lambda e: np.where(np.asarray(e) < edge, 0.5, 0.0)  # noqa: E731 - δ(ε) falls to 0 at the edge
+    upper, lower = invert(curve, 1e-8, upper=True), invert(curve, 1e-8, upper=False)
+    assert lower <= edge <= upper <= edge * (1 + 1e-11)
+    assert curve(np.array([lower]))[0] > 1e-8 and curve(np.array([upper]))[0] <= 1e-8
+    never = lambda e: np.full(np.shape(e), 0.5)  # noqa: E731 - mass at +∞ above δ
+    assert invert(never, 1e-8, upper=True) == invert(never, 1e-8, upper=False) == math.inf
+
+
 def test_booked_truncation_never_decides_epsilon_at_tiny_delta_over_many_rounds():
     # 1024 rounds each booking 1e-18 of truncated mass at +∞ used to put 1.8e-15 at +∞, above δ = 1e-15:
     # ε upper was ∞ with a finite lower end.  The default tail now shrinks with the ledger's rounds.

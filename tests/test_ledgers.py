@@ -285,6 +285,17 @@ def test_absurd_sizes_are_refused_up_front(build):
     assert "fewer users" in str(info.value) or "<= 9007199254740992" in str(info.value)
 
 
+def test_epsilon_beyond_a_million_is_bracketed():
+    """10^4 rounds at ε0 = 200: ε ≈ 2e6, beyond the inversion's first search range, whose lower end was ∞
+    (bracket [∞, 3e6] for a million rounds of 2RR with n = 17, ε0 = 3).  Basic composition caps the truth
+    at rounds·ε0, and δ at the lower end must still exceed the target."""
+    mechanism = ps.ShuffledKRR(3, 2, local_epsilon=200.0, adversary="weak")
+    acc = ps.FourierAccountant().compose(mechanism, 10**4)
+    b = acc.get_epsilon_bounds(1e-8)
+    assert 1e6 < b.lower <= b.upper <= 2e6 * (1 + 1e-12)
+    assert acc.get_delta_bounds(b.upper).upper <= 1e-8 < acc.get_delta_bounds(b.lower * (1 - 1e-9)).upper
+
+
 @pytest.mark.parametrize("eps0, eps", [(38.0, 10.0), (45.0, 44.5), (120.0, 60.0)])
 def test_huge_local_epsilon_is_exact_and_tight(eps0, eps):
     """For ε0 ≳ 37, ``1 - p`` rounds to 1: the ones must not become deterministic and the weights of
