@@ -93,6 +93,10 @@ _CASES = [
      (1e-6,), {"n": 10**5, "k": 4, "local_epsilon": 2.0, "rounds": 10}),
     ("krr_weak_1e6_10_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**6, 4, local_epsilon=2.0, adversary='weak'), 10)",
      (1e-6,), {"n": 10**6, "k": 4, "local_epsilon": 2.0, "rounds": 10}),
+    ("krr_weak_2e6_10_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(2 * 10**6, 4, local_epsilon=2.0, adversary='weak'), 10)",
+     (1e-6,), {"n": 2 * 10**6, "k": 4, "local_epsilon": 2.0, "rounds": 10}),
+    ("clones_fmt20_1e8_4_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**8, 1.0, reduction='fmt20'), 4)",
+     (1e-8,), {"n": 10**8, "local_epsilon": 1.0, "rounds": 4}),
     ("krr_strong_1e7_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**7, 4, local_epsilon=2.0, adversary='strong'), 64)",
      (1e-6,), {"n": 10**7, "k": 4, "local_epsilon": 2.0, "rounds": 64}),
 ]
