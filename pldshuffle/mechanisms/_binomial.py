@@ -85,9 +85,12 @@ def binomial_windows(
 
     Smallest ``[lo, hi]`` with ``P[X < lo] ≤ tail_mass/2`` and ``P[X > hi] ≤ tail_mass/2`` for
     ``X ~ Bin(trials, prob)``, one window per entry of ``trials`` (``tail_mass`` scalar or per entry).
-    Integer bisection on the cdf/sf of all unfinished entries at once: O(log max(trials)) vectorised
-    scipy calls, O(K log N) work for K entries (a scalar ``binomial_window`` call costs ~3 ms; this ~1 µs
-    per entry and step).
+    Integer bisection on the cdf/sf of all unfinished entries at once, from Hoeffding's brackets narrowed
+    to ±16 around Cornish-Fisher guesses wherever two evaluations confirm the answer lies inside (the
+    same answer, ~7 instead of ~20 steps at large ``trials``); for ``prob = 1/2`` the upper end follows
+    by symmetry.  O(log max(trials)) vectorised scipy calls, O(K log N) work for K entries (a scalar
+    ``binomial_window`` call costs ~3 ms; this ~1 µs per entry and step).  Cephes' ``bdtr`` chooses the
+    windows: beyond 2^31 trials it returns NaN and Hoeffding's (wider, valid) window is kept.
     """
     trials = np.asarray(trials, dtype=np.int64)
     if prob <= 0.0:
@@ -102,20 +105,70 @@ def binomial_windows(
     reach = np.minimum(np.sqrt(trials * log_tail / 2.0), trials)
     floor_ok = np.clip(np.floor(trials * prob - reach).astype(np.int64), 0, mode)  # P[X <= k-1] <= half
     ceil_ok = np.clip(np.ceil(trials * prob + reach).astype(np.int64), mode, trials)  # P[X > k] <= half
-    a, b = floor_ok, mode.copy()  # lo = largest k <= mode with P[X <= k-1] <= half
+    guess_lo, guess_hi = _quantile_guesses(trials, prob, half)
+    # lo = largest k <= mode with P[X <= k-1] <= half: a satisfies it, b >= lo.
+    a, b = floor_ok, mode.copy()
+    _narrow(a, b, guess_lo, lambda k, act: _cdf(k - 1, trials[act], prob) <= half[act], keep_true_at_low=True)
     while (act := np.flatnonzero(a < b)).size:
         mid = (a[act] + b[act] + 1) // 2
         ok = _cdf(mid - 1, trials[act], prob) <= half[act]
         a[act[ok]] = mid[ok]
         b[act[~ok]] = mid[~ok] - 1
     lo = a
-    a, b = np.maximum(mode, lo), ceil_ok  # hi = smallest k >= mode with P[X > k] <= half
+    if prob == 0.5:  # Bin(n, 1/2) is symmetric: P[X > n - lo] = P[X < lo]
+        return lo, trials - lo
+    # hi = smallest k >= mode with P[X > k] <= half: b satisfies it, a <= hi.
+    a, b = np.maximum(mode, lo), ceil_ok
+    _narrow(a, b, guess_hi, lambda k, act: _sf(k, trials[act], prob) <= half[act], keep_true_at_low=False)
     while (act := np.flatnonzero(a < b)).size:
         mid = (a[act] + b[act]) // 2
         ok = _sf(mid, trials[act], prob) <= half[act]
         b[act[ok]] = mid[ok]
         a[act[~ok]] = mid[~ok] + 1
     return lo, a
+
+
+#: Half-width of the brackets around the Cornish-Fisher guesses of :func:`binomial_windows` (a guess is
+#: within a few units of the answer once ``trials·p(1-p)`` is large; a wrong one costs two evaluations).
+_GUESS_REACH = 16
+#: Brackets narrower than this are searched without a guess.
+_MIN_NARROWED = 64
+
+
+def _quantile_guesses(trials: NDArray[np.int64], prob: float, half: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Cornish-Fisher guesses of the window ends of :func:`binomial_windows`: the ``half`` and
+    ``1 - half`` quantiles ``μ + σz + (z² - 1)(1 - 2p)/6`` (``z`` the normal quantile), plus one for the
+    lower end (its condition is on ``k - 1``); NaN where no guess is possible (``half = 0``)."""
+    from scipy.special import ndtri
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = ndtri(half)  # <= 0
+        mean, sd = trials * prob, np.sqrt(trials * prob * (1.0 - prob))
+        skew = (z * z - 1.0) * (1.0 - 2.0 * prob) / 6.0
+        low, high = mean + sd * z + skew + 1.0, mean - sd * z + skew
+    bad = ~np.isfinite(z)
+    return np.where(bad, np.nan, low), np.where(bad, np.nan, high)
+
+
+def _narrow(a: NDArray[np.int64], b: NDArray[np.int64], guess: NDArray[np.float64], holds, *, keep_true_at_low: bool) -> None:
+    """Shrink bisection brackets ``[a, b]`` in place to ``guess ± _GUESS_REACH`` where two evaluations of
+    the monotone predicate ``holds(k, act)`` confirm that the answer lies inside.
+
+    ``keep_true_at_low``: the predicate holds at ``a`` and the answer is its last ``k`` (the lower end);
+    otherwise it holds at ``b`` and the answer is its first ``k`` (the upper end).  A bracket is only
+    replaced by one that keeps the invariant, so the bisection finds the same answer either way.
+    """
+    act = np.flatnonzero(np.isfinite(guess) & (b - a > _MIN_NARROWED))
+    if act.size == 0:
+        return
+    centre = np.round(guess[act]).astype(np.int64)
+    lo = np.clip(centre - _GUESS_REACH, a[act], b[act])
+    hi = np.clip(centre + _GUESS_REACH, a[act], b[act])
+    if keep_true_at_low:  # need holds(lo) and not holds(hi + 1) (or hi = b)
+        ok = holds(lo, act) & ((hi == b[act]) | ~holds(np.minimum(hi + 1, b[act]), act))
+    else:  # need holds(hi) and not holds(lo - 1) (or lo = a)
+        ok = holds(hi, act) & ((lo == a[act]) | ~holds(np.maximum(lo - 1, a[act]), act))
+    a[act[ok]], b[act[ok]] = lo[ok], hi[ok]
 
 
 def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, int, float]:

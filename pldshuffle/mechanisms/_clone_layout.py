@@ -39,8 +39,9 @@ __all__ = [
 EXACT_SUPPORT_LIMIT = 2**18
 #: :func:`clone_pair` with ``bound="exact"`` refuses larger supports (~100 bytes per point while built).
 MAX_EXACT_SUPPORT = 20_000_000
-#: Streamed supports above this size are refused up front (time, not memory: ~5 ns per point per core).
-MAX_STREAMED_SUPPORT = 20_000_000_000
+#: Streamed supports above this size are refused up front (time, not memory: ``POINT_SECONDS`` per point,
+#: ~13 min at the limit; the accountant warns from ~30 s, i.e. ~8e9 points).
+MAX_STREAMED_SUPPORT = 200_000_000_000
 #: Number of lattice cells spanning the loss range of a streamed pair.
 STREAM_GRID_BINS = 2**16
 #: Seconds per streamed point, layout included: FMT20, n = 1e8, ε0 = 1: 4.57e9 points in 17.7 s (2 CPU cores).
@@ -159,7 +160,8 @@ def layout_bounds(lay: Layout, label: str, max_exact: int, bins: int) -> tuple[P
     if lay.support > MAX_STREAMED_SUPPORT:
         raise ValueError(
             f"the {label} has {lay.support:.3g} support points, above MAX_STREAMED_SUPPORT={MAX_STREAMED_SUPPORT:.3g} "
-            "(it would take minutes); use a larger local epsilon, fewer users, a larger tail_mass, or an analytic bound"
+            f"(~{POINT_SECONDS * lay.support / 60:.0f} min); use a larger local epsilon, fewer users, a larger tail_mass, "
+            "or an analytic bound"
         )
     return _streamed_pairs(lay, bins, label)
 

@@ -51,7 +51,9 @@ The *upper* pair splits each cell's mass between its two ends (a mean-preserving
 ``U = e^{-L}``), the *lower* pair puts it at the single loss with the same moment (a mean-preserving
 contraction).  δ of any number of compositions is convex in each round's ``U``, so the two bracket
 the exact pair strictly, with errors second order in ``h``; memory is ``O(bins + √(n p_c))``
-whatever ``n``, time ``O(S)``.
+whatever ``n``, time ``O(S)`` (~4 ns per outcome on 2 cores: ``n = 10^8, ε0 = 1`` 18 s, ``n = 10^9,
+ε0 = 3`` 30 s), in pieces with a progress report between them; supports above
+:data:`MAX_STREAMED_SUPPORT` (2·10^11, ~13 min) are refused.
 """
 
 from __future__ import annotations
