@@ -52,7 +52,7 @@ def test_big_case_warns_before_any_work():
 @pytest.mark.parametrize(
     "mechanism",
     [
-        # ~150 s: the layout of ~5e8 cells (u, c), merged blocks of u (weak kRR at 2e6 users took 18 s, estimated 23 s)
+        # ~75 s: the layout of ~5e8 cells (u, c), merged blocks of u (weak kRR at 2e6 users took 12.8 s, estimated 15.6 s)
         ps.ShuffledKRR(10**7, 4, local_epsilon=2.0, adversary="weak"),
         # ~95 s: 2.4e10 clone outcomes streamed (n = 1e8 took 17.7 s, estimated 18.9 s)
         ps.ShuffledLDP(5 * 10**8, 1.0),

@@ -265,7 +265,7 @@ def _count_points(monkeypatch):
 
 def test_merged_supports_are_limited_by_their_cells_and_merged_points(monkeypatch):
     """With the outer coordinate merged, the cost is the layout's cells (u, c) and the merged points, not
-    the raw support (weak, n = 2e6, k = 4, ε0 = 2: ~1e11 raw points, 7e7 merged: built in ~18 s, where it
+    the raw support (weak, n = 2e6, k = 4, ε0 = 2: ~1e11 raw points, 7e7 merged: built in ~13 s, where it
     was refused after 14 s of layout): a raw support above MAX_SUPPORT_POINTS is built when its merged
     points are within it, more merged points are refused before streaming, and too many cells before the
     layout."""

@@ -26,6 +26,7 @@ from pathlib import Path
 __all__ = [
     "UNIT_ROUNDOFF",
     "bin_points",
+    "binomial_log_rows",
     "binomial_walk",
     "clone_fill_support",
     "clone_loss_range",
@@ -147,7 +148,7 @@ def num_threads() -> int:
     return int(numba.get_num_threads())
 
 
-from .binomial import binomial_walk, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
+from .binomial import binomial_log_rows, binomial_walk, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
 from .profile import connect_the_dots, hockey_stick_profile, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402
 from .clones import clone_fill_support, clone_loss_range, clone_stream  # noqa: E402

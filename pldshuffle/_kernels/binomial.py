@@ -13,7 +13,15 @@ from . import UNIT_ROUNDOFF as _U
 from . import compiled as _compiled
 from . import jit as _jit
 
-__all__ = ["DOT_BLOCK", "EXACT_PMF_ULPS", "binomial_walk", "two_binomial_cuts", "two_binomial_pmf", "window_dot_error"]
+__all__ = [
+    "DOT_BLOCK",
+    "EXACT_PMF_ULPS",
+    "binomial_log_rows",
+    "binomial_walk",
+    "two_binomial_cuts",
+    "two_binomial_pmf",
+    "window_dot_error",
+]
 
 
 def _fma(a: float, b: float, c: float) -> float:
@@ -210,6 +218,63 @@ def binomial_walk(
     lo, pmf, dropped = _binomial_walk(int(trials), float(prob), mode, at_mode, tail_mass / 2.0)
     steps = max(mode - lo, lo + pmf.size - 1 - mode)
     return lo, pmf, dropped * 1.001, (EXACT_PMF_ULPS + 1) * _U * 1.001 + 64.0 * steps * _U * _U
+
+
+#: A walk rescales its running ratio (into its log offset) once it falls below this.
+_RESCALE = 1e-200
+
+
+@_jit()
+def _binomial_log_rows(trials, prob, lo, hi, anchor, log_anchor, out):  # pragma: no cover - jitted
+    # The odds and every ratio and running value in double-double, as in _binomial_walk (≤ 64u² per step).
+    qh, ql = _two_sum(1.0, -prob)  # 1 - p exactly
+    odds_h, odds_l = _dd_over_dd(prob, 0.0, qh, ql)
+    inv_h, inv_l = _dd_over(qh, ql, prob)
+    pos = 0
+    for r in range(trials.size):
+        n, a, first, last = trials[r], anchor[r], lo[r], hi[r]
+        at = pos - first
+        out[at + a] = log_anchor[r]
+        for step in (1, -1):
+            vh, vl, offset = 1.0, 0.0, log_anchor[r]
+            k = a
+            while (k < last) if step > 0 else (k > first):
+                # pmf(k+1)/pmf(k) = (n-k)/(k+1)·p/q; pmf(k-1)/pmf(k) = k/(n-k+1)·q/p.
+                if step > 0:
+                    th, tl = _dd_times(odds_h, odds_l, float(n - k))
+                    rh, rl = _dd_over(th, tl, float(k + 1))
+                else:
+                    th, tl = _dd_times(inv_h, inv_l, float(k))
+                    rh, rl = _dd_over(th, tl, float(n - k + 1))
+                vh, vl = _dd_times_dd(vh, vl, rh, rl)
+                k += step
+                if vh < _RESCALE:
+                    offset += math.log(vh) + vl / vh
+                    vh, vl = 1.0, 0.0
+                out[at + k] = offset + (math.log(vh) + vl / vh)
+        pos += last - first + 1
+
+
+def binomial_log_rows(
+    trials: NDArray[np.int64], prob: float, lo: NDArray[np.int64], hi: NDArray[np.int64],
+    anchor_logpmf: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]],
+) -> NDArray[np.float64]:
+    """``log Bin(trials[r], prob)(k)`` for ``k = lo[r] .. hi[r]``, row after row, in one array.
+
+    Each row is walked out from its mode (clipped to the row), whose log-pmf ``anchor_logpmf(k, trials)``
+    gives (Boost's, ≤ 1.3e-15 relative at the mode), by the ratios ``pmf(k±1)/pmf(k)`` in double-double
+    arithmetic (≤ 64u² relative error per step, as :func:`binomial_walk`), each value's log rounded once
+    (≤ u·(1 + |log|) absolute): ~1e-15 relative at any point, where Boost's pmf at every point errs by up
+    to 5e-12 at 1e8 trials (and costs ~60 ns a point instead of ~10).  A running ratio below 1e-200 is
+    moved into a log offset, so nothing underflows.  ``0 < prob < 1``; O(Σ widths).
+    """
+    _compiled()
+    trials, lo, hi = (np.ascontiguousarray(a, dtype=np.int64) for a in (trials, lo, hi))
+    anchor = np.clip(np.floor((trials + 1) * prob).astype(np.int64), lo, hi)
+    log_anchor = np.ascontiguousarray(anchor_logpmf(anchor, trials), dtype=np.float64)
+    out = np.empty(int((hi - lo + 1).sum()))
+    _binomial_log_rows(trials, float(prob), lo, hi, anchor, log_anchor, out)
+    return out
 
 
 def window_dot_error(terms: int) -> float:

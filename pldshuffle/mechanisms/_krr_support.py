@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import fill_tilted_points, num_threads, stream_tilted_points
+from .._kernels import binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
 from ..pld import LossDistribution
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
 from ._lattice import lattice_distributions, pieces
@@ -63,12 +63,13 @@ ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
 #: are refused before the layout (``PAIR_SECONDS`` each: ~35 min at the limit).
 MAX_MERGED_PAIRS = 10_000_000_000
 #: Seconds per cell ``(u, c)`` of the layout (window searches, log-pmfs, the merge) and per streamed
-#: point after merging: weak, n = 1e6, k = 4, ε0 = 2: 4.0e7 cells in 8.6 s, 5.0e7 merged points in
-#: 1.3 s; and per point of :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts
+#: point after merging: weak, n = 1e6, k = 4, ε0 = 2: 4.0e7 cells in 5.6 s, 5.0e7 merged points in
+#: 1.1 s; and per point of :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts
 #: ~2 per point): strong, n = 1e8, k = 4, ε0 = 2: 2.9e9 estimated points in 13 s (2 CPU cores).
-PAIR_SECONDS, MERGED_POINT_SECONDS, POINT_SECONDS = 2.1e-7, 2.6e-8, 4.5e-9
-#: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk.
-_CHUNK_PAIRS = 2_000_000
+PAIR_SECONDS, MERGED_POINT_SECONDS, POINT_SECONDS = 1.4e-7, 2.2e-8, 4.5e-9
+#: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk
+#: (~150 bytes of temporaries each: weak, n = 1e6, peak 520 MB at 2e6 per chunk, 285 MB at 5e5, as fast).
+_CHUNK_PAIRS = 500_000
 #: Largest number of cells ``(u, c)`` (each a window of x values) held at once when the outer coordinate
 #: cannot be merged; the per-cell arrays take ~100 bytes each.
 MAX_PAIRS = 20_000_000
@@ -225,6 +226,12 @@ def tilted_trinomial_support(
             at = np.searchsorted(cache["keys"], keys)
         return tuple(a[at] for a in known)
 
+    def _inner_logpmf(trials, lo, hi, pair_c, pair_u) -> NDArray[np.float64]:
+        """``log Bin(n1(u), π1)(c)`` of the pairs, row ``u`` by row (walked from each row's mode)."""
+        if 0.0 < inner_prob < 1.0:
+            return binomial_log_rows(trials, inner_prob, lo, hi, lambda k, n: binomial_logpmf(k, n, inner_prob))
+        return binomial_logpmf(pair_c, n1[pair_u], inner_prob)  # π1 = 1: one-point windows
+
     def layout(first: int, stop: int) -> tuple:
         """Pairs ``(u, c)`` of outer indices ``first .. stop-1``: ``(pair_u, pair_c, log_w, x_lo, x_hi, dropped)``."""
         with np.errstate(divide="ignore", over="ignore"):
@@ -233,7 +240,7 @@ def tilted_trinomial_support(
             # Pairs (u, c): base p(u, c), P(u, c) = p(u, c)(A + B c/2).
             pair_u = np.repeat(np.arange(first, stop), width)
             pair_c = c_lo[pair_u] + np.arange(count) - np.repeat(np.cumsum(width) - width, width)
-            log_w = log_pu[pair_u] + binomial_logpmf(pair_c, n1[pair_u], inner_prob)
+            log_w = log_pu[pair_u] + _inner_logpmf(n1[first:stop], c_lo[first:stop], c_hi[first:stop], pair_c, pair_u)
             pa, pb, log_c = log_a[pair_u], log_b[pair_u], np.log(pair_c.astype(np.float64))
             log_p_uc = log_w + np.logaddexp(pa, pb + log_c - math.log(2.0))
 

@@ -170,10 +170,10 @@ class ShuffledKRR(ShuffleMechanism):
     ``lower != upper``); for ``"weak"``/``"histogram"`` supports above ``UNMERGED_STREAM_LIMIT`` (2e8)
     points first merge the outer coordinate over blocks of nearly equal tilt (:data:`MERGE_TOLERANCE`),
     which divides the points by the block size (~``MERGE_TOLERANCE · nγ``); the cost is then the
-    layout of the ~``330 nγ sqrt(2(1-γ)(1-2/k)/k)`` cells ``(u, c)`` (``O(n)``, ~0.2 µs each).  Measured
+    layout of the ~``330 nγ sqrt(2(1-γ)(1-2/k)/k)`` cells ``(u, c)`` (``O(n)``, ~0.15 µs each).  Measured
     on a 2-core machine (``k=4, ε0=2``, whole accountant query, δ=1e-6): strong ``n=1e7`` 64 rounds
-    2.0 s, ``n=1e8`` one round 13 s; weak ``n=1e5`` 10 rounds 2.2 s, ``n=1e6`` 10 rounds 10.6 s at
-    0.46 GiB peak, ``n=2e6`` 10 rounds 18 s at 0.46 GiB (7.8e7 cells; warned).
+    2.0 s, ``n=1e8`` one round 13 s; weak ``n=1e5`` 10 rounds 2.2 s, ``n=1e6`` 10 rounds 7.2 s at
+    0.29 GiB peak, ``n=2e6`` 10 rounds 12.8 s at 0.31 GiB (7.8e7 cells).
 
     Examples
     --------
