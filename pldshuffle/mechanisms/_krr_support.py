@@ -226,7 +226,7 @@ def tilted_trinomial_support(
             at = np.searchsorted(cache["keys"], keys)
         return tuple(a[at] for a in known)
 
-    def _inner_logpmf(trials, lo, hi, pair_c, pair_u) -> NDArray[np.float64]:
+    def inner_logpmf(trials, lo, hi, pair_c, pair_u) -> NDArray[np.float64]:
         """``log Bin(n1(u), π1)(c)`` of the pairs, row ``u`` by row (walked from each row's mode)."""
         if 0.0 < inner_prob < 1.0:
             return binomial_log_rows(trials, inner_prob, lo, hi, lambda k, n: binomial_logpmf(k, n, inner_prob))
@@ -240,7 +240,7 @@ def tilted_trinomial_support(
             # Pairs (u, c): base p(u, c), P(u, c) = p(u, c)(A + B c/2).
             pair_u = np.repeat(np.arange(first, stop), width)
             pair_c = c_lo[pair_u] + np.arange(count) - np.repeat(np.cumsum(width) - width, width)
-            log_w = log_pu[pair_u] + _inner_logpmf(n1[first:stop], c_lo[first:stop], c_hi[first:stop], pair_c, pair_u)
+            log_w = log_pu[pair_u] + inner_logpmf(n1[first:stop], c_lo[first:stop], c_hi[first:stop], pair_c, pair_u)
             pa, pb, log_c = log_a[pair_u], log_b[pair_u], np.log(pair_c.astype(np.float64))
             log_p_uc = log_w + np.logaddexp(pa, pb + log_c - math.log(2.0))
 
