@@ -204,3 +204,26 @@ def test_wang_pairs_with_residual_fail_brute_force(rand, eps, exact, wang):
     assert not mech.pair_family().is_guarantee
     certified = ps.ShuffledLDP(n, randomizer=rand)
     assert max(p.delta(eps)[0] for p in certified.labelled_pairs()) >= truth
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: ps.LabelledClonePair(2**53, 3.0, 0.2, 0.1).pair_bounds(), "support points to enumerate"),
+        (lambda: ps.LabelledClonePair(10**9, 3.0, 0.2, 0.1).pair_bounds(), "about .* support points to enumerate"),
+        (lambda: ps.LabelledClonePair(2**53, 3.0, 0.2, 0.2, 0.1).support_size(), "at least .* support points to enumerate"),
+        (lambda: ps.LabelledClonePair(2**53, 3.0, 0.2, 0.1).delta(0.5), "MAX_EXACT_COUNTS"),
+        (lambda: ps.LabelledClonePair.fmt20(2**53, 1.0).pair_bounds(), "MAX_STREAMED_SUPPORT"),
+    ],
+)
+def test_huge_pairs_are_refused_before_allocating(call, match):
+    """At n = 2**53 the asymmetric pairs allocated ~1e9-entry arrays of counts and were killed for memory
+    (24 GiB); they are refused at once, naming the limit."""
+    import resource
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert time.perf_counter() - start < 5.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 4 * 2**20  # KiB: nothing near the GiBs needed

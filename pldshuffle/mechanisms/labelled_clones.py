@@ -68,7 +68,7 @@ from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
 from ._binomial import binomial_logpmf, binomial_window, binomial_windows
 from .base import DEFAULT_TAIL_MASS
 
-__all__ = ["MAX_ENUMERATED_SUPPORT", "LabelledClonePair"]
+__all__ = ["MAX_ENUMERATED_SUPPORT", "MAX_EXACT_COUNTS", "LabelledClonePair"]
 
 #: Supports of pairs that cannot use the block kernels (``g > 0``, ``r0 ≠ r1`` or ``p = ∞``) are enumerated
 #: in memory (~100 bytes per point); larger ones are refused.
@@ -77,6 +77,8 @@ MAX_ENUMERATED_SUPPORT = 5_000_000
 MAX_RATIO = math.exp(MAX_LOCAL_EPSILON)
 #: The exact single-round sum skips the others' labelled counts outside a binomial window of this tail mass.
 _NEGLIGIBLE = 1e-250
+#: :meth:`LabelledClonePair.delta` sums over at most this many counts (~10 arrays of them in memory).
+MAX_EXACT_COUNTS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,11 @@ class LabelledClonePair:
                 out[i] = max(u - t * v, 0.0) + max(v - t * u, 0.0)
             return out
         lo, hi, _ = binomial_window(n - 1, s, _NEGLIGIBLE)
+        if hi - lo + 1 > MAX_EXACT_COUNTS:  # before allocating arrays of them (n = 2**53: ~1e9 counts)
+            raise ValueError(
+                f"the exact single-round delta of the {self.describe()} sums over {hi - lo + 1:,} counts, more than "
+                f"MAX_EXACT_COUNTS={MAX_EXACT_COUNTS:,}; use fewer users, or pair_bounds() and the FourierAccountant"
+            )
         c = np.arange(lo, hi + 1, dtype=np.int64)
         w = binomial_pmf(c, n - 1, s)
         rho = r0 / s
@@ -322,6 +329,11 @@ class LabelledClonePair:
         """Kept others' counts ``c`` with windows ``[lo_c, hi_c]`` of ``A | C = c``, and the dropped mass bound."""
         n, s = self.num_users, self.r0 + self.r1
         clo, chi, dropped_c = binomial_window(n - 1, s, tail)
+        if chi - clo + 1 > MAX_ENUMERATED_SUPPORT:  # each kept count holds a point: refused before allocating
+            raise ValueError(
+                f"the {self.describe()} has at least {chi - clo + 1:,} support points to enumerate, above "
+                f"MAX_ENUMERATED_SUPPORT={MAX_ENUMERATED_SUPPORT:,}; use fewer users or a larger tail_mass"
+            )
         c = np.arange(clo, chi + 1, dtype=np.int64)
         rho = self.r0 / s if s > 0.0 else 0.5
         lo, hi = binomial_windows(c, rho, tail)
@@ -350,6 +362,12 @@ class LabelledClonePair:
     def _enumerated_pair(self, tail: float) -> PrivacyLossPair:
         n, s = self.num_users, self.r0 + self.r1
         u, v, g = self.victim_weights
+        estimate = self.support_estimate(tail_mass=tail)
+        if estimate > 4 * MAX_ENUMERATED_SUPPORT:  # far above (the estimate is within ~25 %): before any window search
+            raise ValueError(
+                f"the {self.describe()} has about {estimate:.3g} support points to enumerate, above MAX_ENUMERATED_SUPPORT="
+                f"{MAX_ENUMERATED_SUPPORT:,}; use fewer users or a larger tail_mass"
+            )
         totals, a_lo, _, sizes, dropped = self._outcome_hull(tail)
         support = int(sizes.sum())
         if support > MAX_ENUMERATED_SUPPORT:
