@@ -298,3 +298,21 @@ def test_registry_rejects_missing_quantity():
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(f"pldshuffle.bounds.{module}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: b.gddks21_rdp_lower(num_users=2**53, local_epsilon=1.0, alpha=2.0), "gddks21_rdp_upper"),
+        (lambda: b.bbgn19_bennett_epsilon(num_users=10**18, randomizer="generic", local_epsilon=1.0,
+                                               target_delta=1e-8, lemma56_as_printed=True), "lemma56_as_printed=False"),
+    ],
+)
+def test_linear_baselines_refuse_huge_users_up_front(call, match):
+    """The baselines that sum over every count 0..n raised MemoryError (64 PiB) at n = 2**53; they are
+    refused up front, naming the limit and the alternative."""
+    with pytest.raises(ValueError, match=rf"num_users must be <= 1e\+08.*{match}"):
+        call()
+    # The corrected Bennett bound and the RDP upper bound are O(1) in n and still answer.
+    assert b.bbgn19_bennett_epsilon(num_users=10**18, randomizer="generic", local_epsilon=1.0, target_delta=1e-8) > 0
+    assert b.gddks21_rdp_upper(num_users=2**53, local_epsilon=1.0, alpha=2.0) > 0

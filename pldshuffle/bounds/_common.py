@@ -25,6 +25,23 @@ from .._validation import check_epsilon, check_int, check_positive_finite, check
 
 __all__ = ["BoundResult"]
 
+#: Largest ``num_users`` of the baselines that sum over every count ``0..n`` (O(n) memory and time per
+#: evaluation: ~0.8 GB per array at the limit); larger requests are refused up front.
+MAX_LINEAR_USERS = 10**8
+
+
+def check_linear_users(num_users: object, what: str, alternative: str) -> int:
+    """``num_users`` as an int in ``[1, MAX_LINEAR_USERS]`` for a baseline that sums over every count
+    (``what`` names it, ``alternative`` says what to use instead); ``ValueError`` otherwise."""
+    n = check_int("num_users", num_users)
+    if n > MAX_LINEAR_USERS:
+        raise ValueError(
+            f"{what} sums over all num_users + 1 counts (O(n) memory); num_users must be <= {MAX_LINEAR_USERS:.0e}, "
+            f"got {num_users!r}; use fewer users or {alternative}"
+        )
+    return n
+
+
 #: Absolute tolerance of the root refinements. BBGN19 §6 uses 1e-12; at ε ≈ 3e-3 that leaves only
 #: ~3e-10 relative accuracy, so we refine further (brentq adds its own 4 ulp relative tolerance).
 XTOL = 1e-15

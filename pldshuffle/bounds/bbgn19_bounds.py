@@ -34,6 +34,7 @@ from .._validation import check_delta, check_int
 from ._common import (
     BoundResult,
     check_flag,
+    check_linear_users,
     check_target_epsilon,
     epsilon_grid,
     first_crossing,
@@ -149,9 +150,13 @@ def _blanket(
     gamma: object,
     printed: object = False,
 ) -> _Blanket:
-    n = check_int("num_users", num_users)
+    is_printed = check_flag("lemma56_as_printed", printed)
+    if bound == "bennett" and is_printed:
+        n = check_linear_users(num_users, "the printed Lemma 5.6", "the corrected bound (lemma56_as_printed=False)")
+    else:
+        n = check_int("num_users", num_users)
     name, eps0, k = resolve_randomizer(randomizer, local_epsilon, domain_size, gamma)
-    return _Blanket(bound, name, n, eps0, k, check_flag("lemma56_as_printed", printed))
+    return _Blanket(bound, name, n, eps0, k, is_printed)
 
 
 def _delta_result(setting: _Blanket, target_epsilon: object) -> BoundResult:

@@ -40,6 +40,7 @@ from ._common import (
     BoundResult,
     check_alpha,
     check_flag,
+    check_linear_users,
     check_local_epsilon,
     check_target_epsilon,
     log_binomial_pmf,
@@ -171,7 +172,7 @@ def gddks21_rdp_lower(
     ----------
     Girgis, Data, Diggavi, Kairouz, Suresh, CCS 2021, §3.2 (construction; closed form re-derived).
     """
-    n = check_int("num_users", num_users)
+    n = check_linear_users(num_users, "gddks21_rdp_lower", "gddks21_rdp_upper (an upper bound)")
     eps0 = check_local_epsilon(local_epsilon)
     orders = check_alpha(alpha)
     both = check_flag("both_directions", both_directions)
