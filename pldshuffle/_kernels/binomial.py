@@ -154,14 +154,32 @@ def _step_error(t1, t2, f, other, u):  # pragma: no cover - jitted
     return (12.0 + 6.0 * (abs(t1) + abs(t2)) * f / (abs(t1 + t2) * f + other)) * u * 1.01
 
 
+@_jit(inline="always")
+def _dd_odds(prob):  # pragma: no cover - jitted
+    """The odds ``p/(1-p)`` and ``(1-p)/p`` in double-double (``1 - p`` formed exactly)."""
+    qh, ql = _two_sum(1.0, -prob)
+    odds_h, odds_l = _dd_over_dd(prob, 0.0, qh, ql)
+    inv_h, inv_l = _dd_over(qh, ql, prob)
+    return odds_h, odds_l, inv_h, inv_l
+
+
+@_jit(inline="always")
+def _dd_ratio(trials, k, step, odds_h, odds_l, inv_h, inv_l):  # pragma: no cover - jitted
+    """``pmf(k+1)/pmf(k) = (n-k)/(k+1)·p/q`` (``step > 0``) or ``pmf(k-1)/pmf(k) = k/(n-k+1)·q/p`` of
+    ``Bin(n, p)`` in double-double (one product and one quotient: ≤ 14u² relative error)."""
+    if step > 0:
+        th, tl = _dd_times(odds_h, odds_l, float(trials - k))
+        return _dd_over(th, tl, float(k + 1))
+    th, tl = _dd_times(inv_h, inv_l, float(k))
+    return _dd_over(th, tl, float(trials - k + 1))
+
+
 @_jit()
 def _binomial_walk(trials, prob, mode, at_mode, half):  # pragma: no cover - jitted
     # The odds p/(1-p) and q/p, each ratio and the running value in double-double: a value's relative
     # error is then ≤ 64u² per step (the bounds of the operations above, summed) and the rounding to double.
     # ~5 ns per step with hardware FMA (14 with Dekker's split, 1.2 for a walk in doubles).
-    qh, ql = _two_sum(1.0, -prob)  # 1 - p exactly
-    odds_h, odds_l = _dd_over_dd(prob, 0.0, qh, ql)
-    inv_h, inv_l = _dd_over(qh, ql, prob)
+    odds_h, odds_l, inv_h, inv_l = _dd_odds(prob)
     sides = []
     tail = 0.0
     for step in (1, -1):
@@ -170,12 +188,7 @@ def _binomial_walk(trials, prob, mode, at_mode, half):  # pragma: no cover - jit
         while 0 < k if step < 0 else k < trials:
             # r = pmf(k ± 1)/pmf(k) falls as the walk goes out (log-concave), so the tail beyond k is
             # at most value·r/(1 - r); one more point is kept past the first k where that is ≤ half.
-            if step < 0:
-                th, tl = _dd_times(inv_h, inv_l, float(k))
-                rh, rl = _dd_over(th, tl, float(trials - k + 1))
-            else:
-                th, tl = _dd_times(odds_h, odds_l, float(trials - k))
-                rh, rl = _dd_over(th, tl, float(k + 1))
+            rh, rl = _dd_ratio(trials, k, step, odds_h, odds_l, inv_h, inv_l)
             nh, nl = _dd_times_dd(vh, vl, rh, rl)
             values.append(nh)
             k += step
@@ -227,9 +240,7 @@ _RESCALE = 1e-200
 @_jit()
 def _binomial_log_rows(trials, prob, lo, hi, anchor, log_anchor, out):  # pragma: no cover - jitted
     # The odds and every ratio and running value in double-double, as in _binomial_walk (≤ 64u² per step).
-    qh, ql = _two_sum(1.0, -prob)  # 1 - p exactly
-    odds_h, odds_l = _dd_over_dd(prob, 0.0, qh, ql)
-    inv_h, inv_l = _dd_over(qh, ql, prob)
+    odds_h, odds_l, inv_h, inv_l = _dd_odds(prob)
     pos = 0
     for r in range(trials.size):
         n, a, first, last = trials[r], anchor[r], lo[r], hi[r]
@@ -239,13 +250,7 @@ def _binomial_log_rows(trials, prob, lo, hi, anchor, log_anchor, out):  # pragma
             vh, vl, offset = 1.0, 0.0, log_anchor[r]
             k = a
             while (k < last) if step > 0 else (k > first):
-                # pmf(k+1)/pmf(k) = (n-k)/(k+1)·p/q; pmf(k-1)/pmf(k) = k/(n-k+1)·q/p.
-                if step > 0:
-                    th, tl = _dd_times(odds_h, odds_l, float(n - k))
-                    rh, rl = _dd_over(th, tl, float(k + 1))
-                else:
-                    th, tl = _dd_times(inv_h, inv_l, float(k))
-                    rh, rl = _dd_over(th, tl, float(n - k + 1))
+                rh, rl = _dd_ratio(n, k, step, odds_h, odds_l, inv_h, inv_l)
                 vh, vl = _dd_times_dd(vh, vl, rh, rl)
                 k += step
                 if vh < _RESCALE:
