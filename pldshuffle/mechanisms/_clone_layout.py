@@ -17,8 +17,7 @@ from numpy.typing import NDArray
 from .._kernels import clone_fill_support, clone_loss_range, clone_stream, num_threads
 from ..pld import LossDistribution, PrivacyLossPair
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
-from ._lattice import lattice_distributions, pieces
-from .base import build_progress
+from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
 
 __all__ = [
     "EXACT_SUPPORT_LIMIT",
@@ -181,24 +180,15 @@ def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair
     if not np.isfinite(smin):  # no finite loss with positive mass: only the infinity atom / truncation
         pair = exact_pair(lay, label)
         return pair, pair
-    width = smax - smin
-    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
-    j0 = int(math.floor(smin / spacing)) - 1
-    size = int(math.floor(smax / spacing)) - j0 + 2
-    widths = lay.a_hi - lay.a_lo + 1
-    tick = build_progress(f"streaming {lay.support:,} outcomes onto the loss lattice")
-    cell_mass, cell_tilt = np.zeros(size), np.zeros(size)
-    infinity, misplaced, done = 0.0, 0, 0
-    for first, stop in pieces(widths):
+    spacing, j0, size = lattice_window(smin, smax, bins)
+
+    def stream(first: int, stop: int) -> tuple:
         chunks = max(1, min(num_threads(), _MAX_STREAM_THREADS, stop - first))
-        mass, tilt, inf_mass, bad = clone_stream(*lay.kernel_args(first, stop), spacing=spacing, j0=j0, size=size, chunks=chunks)
-        cell_mass += mass
-        cell_tilt += tilt
-        infinity, misplaced = infinity + inf_mass, misplaced + bad
-        done += int(widths[first:stop].sum())
-        tick(done / lay.support)
-    if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
-        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
+        return clone_stream(*lay.kernel_args(first, stop), spacing=spacing, j0=j0, size=size, chunks=chunks)
+
+    (cell_mass, cell_tilt), infinity = stream_in_pieces(
+        lay.a_hi - lay.a_lo + 1, 2, size, f"streaming {lay.support:,} outcomes onto the loss lattice", stream
+    )
     lower, upper = lattice_distributions(cell_mass, cell_tilt, spacing, j0, infinity, lay.dropped)
     note = f"; {lay.support:,} outcomes streamed onto a loss lattice of spacing {spacing:.3g}"
     return (

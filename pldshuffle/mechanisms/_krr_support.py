@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from .._kernels import binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
 from ..pld import LossDistribution
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
-from ._lattice import lattice_distributions, pieces
+from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
 from .base import build_progress
 
 __all__ = [
@@ -389,27 +389,16 @@ def _streamed(
         smin = smax = 0.0
     else:
         smin, smax = float(finite.min()), float(finite.max())
-    width = smax - smin
-    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
-    j0 = int(math.floor(smin / spacing)) - 1
-    size = int(math.floor(smax / spacing)) - j0 + 2
-    widths = x_hi - x_lo + 1
-    tick = build_progress(f"streaming {points:,} points onto the loss lattice")
-    sums = [np.zeros(size) for _ in range(4)]  # low mass, low tilt, up mass, up tilt
-    infinity, misplaced, done = 0.0, 0, 0
-    for first, stop in pieces(widths):
+    spacing, j0, size = lattice_window(smin, smax, bins)
+
+    def stream(first: int, stop: int) -> tuple:
         chunks = max(1, min(num_threads(), stop - first))
-        *cells, inf_mass, bad = stream_tilted_points(*(a[first:stop] for a in kernel_args), spacing, j0, size, chunks)
-        for total, part in zip(sums, cells):
-            total += part
-        infinity, misplaced = infinity + float(inf_mass), misplaced + int(bad)
-        done += int(widths[first:stop].sum())
-        tick(done / points)
-    if misplaced:  # cannot happen: the lattice covers [smin, smax] with a cell of margin on both sides
-        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
+        return stream_tilted_points(*(a[first:stop] for a in kernel_args), spacing, j0, size, chunks)
+
+    sums, infinity = stream_in_pieces(x_hi - x_lo + 1, 4, size, f"streaming {points:,} points onto the loss lattice", stream)
     infinity = min(infinity, 1.0)
-    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated)
-    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated)
+    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated)  # low mass, low tilt
+    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated)  # up mass, up tilt
     return lower, upper
 
 

@@ -18,13 +18,15 @@ each share towards the safe side (upper: to ``z_{j+1}``; lower: the atom towards
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..pld import LossDistribution
+from .base import build_progress
 
-__all__ = ["PIECE_POINTS", "lattice_distributions", "pieces"]
+__all__ = ["PIECE_POINTS", "lattice_distributions", "lattice_window", "pieces", "stream_in_pieces"]
 
 _ROUNDING = 1e-12
 #: Points streamed per kernel call: longer streams go in pieces, with a progress report between them
@@ -45,6 +47,47 @@ def pieces(widths: NDArray[np.int64], limit: int | None = None) -> list[tuple[in
     cuts = np.searchsorted(total, np.arange(limit, int(total[-1]), limit), side="right")
     bounds = sorted({0, *(int(c) for c in cuts if 0 < c < total.size), int(total.size)})
     return list(zip(bounds[:-1], bounds[1:]))
+
+
+def lattice_window(smin: float, smax: float, bins: int) -> tuple[float, int, int]:
+    """``(spacing, j0, size)``: ``bins`` cells across the loss range ``[smin, smax]`` (a tiny spacing when
+    it is a single point), cells ``j0 .. j0 + size - 1`` covering it with one cell of margin on each side."""
+    width = smax - smin
+    spacing = width / bins if width > 0 else max(abs(smax), 1.0) * 1e-9
+    j0 = int(math.floor(smin / spacing)) - 1
+    size = int(math.floor(smax / spacing)) - j0 + 2
+    return spacing, j0, size
+
+
+def stream_in_pieces(
+    widths: NDArray[np.int64],
+    cells: int,
+    size: int,
+    what: str,
+    stream: Callable[[int, int], tuple],
+) -> tuple[list[NDArray[np.float64]], float]:
+    """Run a streaming kernel over :func:`pieces` of its entries (entry ``i`` holding ``widths[i]`` points)
+    and add up what it returns, reporting ``what: 42 %`` between pieces (:func:`~.base.build_progress`).
+
+    ``stream(first, stop)`` streams entries ``first .. stop-1`` and returns ``cells`` accumulators of
+    ``size`` lattice cells, the mass at ``+inf`` and the number of finite points off the lattice.  Returns
+    the summed accumulators and infinity mass; ``RuntimeError`` if any point fell off the lattice (callers
+    size it to cover every loss, so that is an internal error).
+    """
+    total = max(int(widths.sum()), 1)
+    tick = build_progress(what)
+    sums = [np.zeros(size) for _ in range(cells)]
+    infinity, misplaced, done = 0.0, 0, 0
+    for first, stop in pieces(widths):
+        *parts, inf_mass, bad = stream(first, stop)
+        for accumulated, part in zip(sums, parts):
+            accumulated += part
+        infinity, misplaced = infinity + float(inf_mass), misplaced + int(bad)
+        done += int(widths[first:stop].sum())
+        tick(done / total)
+    if misplaced:
+        raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
+    return sums, infinity
 
 
 def lattice_distributions(
