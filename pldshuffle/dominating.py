@@ -311,11 +311,15 @@ def family_term(
     # Pairs held by the cover may use half the memory budget (the composition's windows use the rest).
     max_bytes = options.get("max_memory_bytes", math.inf) / 2
     single = len(family.upper) == 1 and family.cells is None
-    if single and (not same_data or count == 1):
+
+    def single_pair_terms() -> tuple[Term, ...]:
+        """The one pair discretised as it is (each round: data may change, or one round)."""
         pair = family.upper[0]
-        up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
-        lows = _lower_witnesses(family.lower, spacing)
-        return (Term(up, lows, count, (pair,), tuple(family.lower)),)
+        directions = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
+        return (Term(directions, _lower_witnesses(family.lower, spacing), count, (pair,), tuple(family.lower)),)
+
+    if single and (not same_data or count == 1):
+        return single_pair_terms()
     lattice = _Exact(spacing)
     adaptive = family.cells is not None and count > 1
     # With the orders kept apart (_adaptive_terms) the cells' excess over their datasets is the main slack
@@ -331,6 +335,19 @@ def family_term(
     kept = [p for c in kept_cells for p in _uppers(c)]
     up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
+
+    def changing_data_terms() -> tuple[Term, ...]:
+        """``count`` rounds whose data may change: adaptive blocks where possible, else the per-round envelope."""
+        if single:
+            return single_pair_terms()
+        if adaptive:
+            if report is not None:
+                report(f"bounding blocks of rounds adaptively ({len(kept_cells)} cells)")
+            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options)
+            if blocks is not None:
+                return blocks
+        return (Term((up,), lows, count),)
+
     if same_data and count > 1:
         # The changing-data bound (adaptive blocks, or the per-round envelope composed count times) dominates
         # the block too (it holds for any data): keep the better of the two at every x, so the same-data
@@ -346,19 +363,13 @@ def family_term(
         blocks = [d for p in block_kept for d in block.directions(p)]
         try:
             tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
-        except _HullOutOfRange:  # the changing-data terms hold for the same data too
-            return family_term(family, spacing, count, options=options, tolerance=tolerance, report=report)
+        except _HullOutOfRange:  # the changing-data terms hold for the same data too (on the same cover)
+            return changing_data_terms()
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
     if count > 1:  # the exact pairs only serve a single round
-        if adaptive:
-            if report is not None:
-                report(f"bounding blocks of rounds adaptively ({len(kept_cells)} cells)")
-            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options)
-            if blocks is not None:
-                return blocks
-        return (Term((up,), lows, count),)
+        return changing_data_terms()
     # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
     # are refined further at the points queried.
     return (Term((up,), lows, count, refiner=QueryRefinement(kept_cells, members, max_bytes)),)
