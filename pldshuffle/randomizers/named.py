@@ -42,6 +42,33 @@ def _constants(eps0: float, fmt23_like: bool) -> tuple[CloneConstants, ...]:
 
 
 @dataclass(frozen=True)
+class _OnDomain(Randomizer):
+    """A randomizer of ``domain_size`` inputs whose only other parameter is ``local_epsilon``."""
+
+    domain_size: int
+    local_epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
+        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
+
+    @property
+    def num_inputs(self) -> int:
+        return self.domain_size
+
+
+@dataclass(frozen=True)
+class _UnaryEncoding(_OnDomain):
+    """One bit per input value (``2^d`` outputs); FMT23's clone constant only for ``d = 2`` (class docstrings)."""
+
+    def _output_count(self) -> int:
+        return 2**self.domain_size if self.domain_size < 62 else 2**62
+
+    def clone_constants(self) -> tuple[CloneConstants, ...]:
+        return _constants(self.local_epsilon, self.domain_size == 2)
+
+
+@dataclass(frozen=True)
 class BinaryRR(Randomizer):
     """Binary randomized response: report the bit with probability ``e/(e+1)``, flip it otherwise.
 
@@ -76,24 +103,13 @@ class BinaryRR(Randomizer):
 
 
 @dataclass(frozen=True)
-class KaryRR(Randomizer):
+class KaryRR(_OnDomain):
     """k-ary (generalized) randomized response on ``d`` values: keep w.p. ``e/(e+d-1)``, else uniform other.
 
     ``p* = e``.  ``R(x)+R(x')`` is ``(e+1)/(e+d-1)`` on ``y ∈ {x, x'}`` and ``2/(e+d-1)`` elsewhere, while
     ``min_z R(z)(y) = 1/(e+d-1)``: ``r* = min(1/(e+1), 1/2) = 1/(e+1)``, FMT23's constant.
     TV = ``(e-1)/(e+d-1)``.
     """
-
-    domain_size: int
-    local_epsilon: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
-
-    @property
-    def num_inputs(self) -> int:
-        return self.domain_size
 
     def _output_count(self) -> int:
         return self.domain_size
@@ -119,7 +135,7 @@ def _bits(d: int) -> NDArray[np.bool_]:
 
 
 @dataclass(frozen=True)
-class RAPPOR(Randomizer):
+class RAPPOR(_UnaryEncoding):
     """Symmetric RAPPOR (basic one-time RAPPOR / symmetric unary encoding) on ``d`` values.
 
     The input is one-hot encoded and every bit is flipped independently w.p. ``f = 1/(e^{ε0/2}+1)``
@@ -130,29 +146,12 @@ class RAPPOR(Randomizer):
     at its true ε0.  With ``d = 2``: ``r* = 1/(1+e)``.  TV = ``(h-1)/(h+1)``.
     """
 
-    domain_size: int
-    local_epsilon: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
-
-    @property
-    def num_inputs(self) -> int:
-        return self.domain_size
-
-    def _output_count(self) -> int:
-        return 2**self.domain_size if self.domain_size < 62 else 2**62
-
     def _matrix(self) -> NDArray[np.float64]:
         d = self.domain_size
         f = 1.0 / (math.exp(self.local_epsilon / 2.0) + 1.0)
         ones = _bits(d)  # (outputs, d)
         match = ones[None, :, :] == np.eye(d, dtype=bool)[:, None, :]  # (inputs, outputs, d)
         return np.asarray(np.prod(np.where(match, 1.0 - f, f), axis=2), dtype=np.float64)
-
-    def clone_constants(self) -> tuple[CloneConstants, ...]:
-        return _constants(self.local_epsilon, self.domain_size == 2)
 
     def total_variation(self) -> float:
         return math.tanh(self.local_epsilon / 4.0)  # (h-1)/(h+1), h = e^{ε0/2}
@@ -162,7 +161,7 @@ class RAPPOR(Randomizer):
 
 
 @dataclass(frozen=True)
-class OUE(Randomizer):
+class OUE(_UnaryEncoding):
     """Optimized unary encoding (Wang et al., USENIX Security 2017) on ``d`` values.
 
     One-hot encode; the input's bit is reported as 1 w.p. ½, every other bit as 1 w.p. ``1/(e+1)``.
@@ -171,20 +170,6 @@ class OUE(Randomizer):
     ``1/(e+1)`` for ``d = 2``.  TV = ``(e-1)/(2(e+1))``.
     """
 
-    domain_size: int
-    local_epsilon: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
-
-    @property
-    def num_inputs(self) -> int:
-        return self.domain_size
-
-    def _output_count(self) -> int:
-        return 2**self.domain_size if self.domain_size < 62 else 2**62
-
     def _matrix(self) -> NDArray[np.float64]:
         d = self.domain_size
         q = 1.0 / (math.exp(self.local_epsilon) + 1.0)
@@ -192,9 +177,6 @@ class OUE(Randomizer):
         own = np.eye(d, dtype=bool)[:, None, :]  # (inputs, 1, d)
         bit_one = np.where(own, 0.5, q)
         return np.asarray(np.prod(np.where(ones[None, :, :], bit_one, 1.0 - bit_one), axis=2), dtype=np.float64)
-
-    def clone_constants(self) -> tuple[CloneConstants, ...]:
-        return _constants(self.local_epsilon, self.domain_size == 2)
 
     def total_variation(self) -> float:
         return math.tanh(self.local_epsilon / 2.0) / 2.0  # (e-1)/(2(e+1))
@@ -303,7 +285,7 @@ def OLH(domain_size: int, local_epsilon: float) -> LocalHashing:  # noqa: N802 -
 
 
 @dataclass(frozen=True)
-class HadamardResponse(Randomizer):
+class HadamardResponse(_OnDomain):
     """Hadamard response (Acharya, Sun, Zhang, AISTATS 2019), one block, on ``d`` values.
 
     ``K`` = the smallest power of two above ``d``; input ``x`` owns the set
@@ -314,21 +296,10 @@ class HadamardResponse(Randomizer):
     there, so ``r* = 1/(e+1)`` (in FMT23's class).  TV = ``(e-1)/(2(e+1))``.
     """
 
-    domain_size: int
-    local_epsilon: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
-        object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
-
     @property
     def block_size(self) -> int:
         """``K``: the smallest power of two larger than ``d``."""
         return 1 << self.domain_size.bit_length()
-
-    @property
-    def num_inputs(self) -> int:
-        return self.domain_size
 
     def _output_count(self) -> int:
         return self.block_size
