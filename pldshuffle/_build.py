@@ -3,7 +3,7 @@
 Each entry becomes one or more terms on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
 are composed and realised at once.  With an automatic spacing, a composition that would exceed the memory
 cap is retried on a coarser lattice (spacing grown by the estimated shortfall, 1.1× to 2× per try, at most
-``COARSENINGS`` times).
+``COARSENINGS`` times); one that even those tries could not fit is refused at once.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from .mechanisms.base import PairFamily, ShuffleMechanism
 __all__ = ["COARSENINGS", "build_ledger"]
 
 COARSENINGS = 8
+#: A shortfall above this many times what the coarsenings left can reach (2× each) is refused at once.
+HOPELESS_SLACK = 2.0
 
 
 def build_ledger(
@@ -45,7 +47,8 @@ def build_ledger(
         Lattice spacing Δ.
     coarsen : bool
         Grow Δ (by the memory shortfall, 1.1× to 2×) and retry when the composition does not fit
-        ``options["max_memory_bytes"]``.
+        ``options["max_memory_bytes"]``; refuse at once a shortfall above ``HOPELESS_SLACK`` times the
+        ``2^k`` that the ``k`` tries left could reach (windows scale like ``1/Δ``).
     tolerance : float
         Relative gap of the branch and bound over datasets (the accountant's ``relative_gap_target``,
         1e-3 by default).
@@ -69,6 +72,13 @@ def build_ledger(
                 raise MemoryBudgetError(f"{exc}{tried}") from None
             # Windows scale like 1/Δ: grow Δ by the shortfall (with 5 % to spare), by 1.1 to 2 at a time.
             shortfall = exc.needed / exc.budget if exc.needed > 0 and exc.budget > 0 else 2.0
+            left = COARSENINGS - attempt
+            if shortfall > HOPELESS_SLACK * 2.0**left:
+                # Each try rebuilds every term (seconds for adaptive blocks): refuse what the tries left cannot reach.
+                raise MemoryBudgetError(
+                    f"{exc} (~{shortfall:.3g}× over the cap: the {left} coarsenings of the lattice left, at most "
+                    f"2× each, cannot fit it)"
+                ) from None
             spacing *= min(max(1.05 * shortfall, 1.1), 2.0)
             report(f"coarsening the lattice to Δ={spacing:.3g} to fit max_memory_bytes")
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises

@@ -343,7 +343,8 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
 
 def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
     """A composition 10 % over the cap is retried at about 1.1× the spacing, not 2× (which made a 1e5-round
-    2RR ledger 2e-3 looser than it fits); a far larger one doubles at a time; a fixed spacing is refused."""
+    2RR ledger 2e-3 looser than it fits); a far larger one doubles at a time; one the tries left cannot fit
+    and a fixed spacing are refused."""
     import pldshuffle._build as build
     from pldshuffle.certified import MemoryBudgetError
 
@@ -364,6 +365,15 @@ def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
     assert result == "built" and tried[0] == 1.0 and 1.1 < tried[1] < 1.2
     result, tried = attempt([1.01, 40.0])
     assert tried[1] == pytest.approx(1.1) and tried[2] == pytest.approx(2.2)
+    # Beyond what the tries left could reach (2× each, with a slack of 2) it is refused at once, saying so.
+    slack = build.HOPELESS_SLACK * 2.0**build.COARSENINGS
+    result, tried = attempt([0.99 * slack])
+    assert result == "built" and len(tried) == 2
+    with pytest.raises(MemoryBudgetError, match=r"coarsenings of the lattice left") as info:
+        attempt([1.01 * slack])
+    assert "over the cap" in str(info.value)
+    with pytest.raises(MemoryBudgetError, match=r"the 7 coarsenings"):
+        attempt([1.01, 1.01 * slack / 2])
     def refuse(*args):
         raise MemoryBudgetError("over the cap")
 
