@@ -139,7 +139,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 #: Δx ladder for dp-accounting's whole process at a gap comparable to ours, coarsest first (its gap is
-#: about 7.7·Δx at 64 rounds and its time and memory grow like 1/Δx: 3e-6 takes ~4 s and 0.9 GB there).
+#: about 7.7·Δx at 64 rounds and its time and memory grow like 1/Δx: 3e-6 takes ~5 s and 0.7 GB there, 15 s and
+#: 2 GB at 1024 rounds).
 _DX_LADDER = (1e-4, 3e-5, 1e-5, 3e-6)
 
 
