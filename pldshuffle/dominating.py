@@ -607,7 +607,8 @@ def _cover(
     the realisable envelope somewhere (branch and bound; ``report`` hears of it every ``REPORT_SECONDS``).
 
     Memory: a split cell's pairs are released; realised members that attain the realisable envelope at
-    no probe point are dropped (they cannot raise a lower bound there); the refinement stops early --
+    no probe point are dropped, and their cells let go of them (they cannot raise a lower bound there;
+    a kept cell rebuilds its lower pair if asked again); the refinement stops early --
     sound, only looser -- when the pairs still held would exceed ``max_bytes``.
     """
     cells = list(family.cells) if family.cells is not None else [
@@ -622,6 +623,10 @@ def _cover(
     def profile(pair: PrivacyLossPair) -> NDArray[np.float64]:
         return lattice.profile(pair, lo + probe)
 
+    # Own lower pairs realised by cells, by pair: released from their cell as soon as they are pruned (a cell
+    # caches its lower pair, as large as its upper one: kept until the end, they doubled the cover's memory).
+    owners: dict[int, Cell] = {}
+
     def evaluate(cell: Cell, settled: Callable[[NDArray[np.float64]], bool] = lambda up: False):
         """``(upper profile, realised members)``; a cell whose upper profile is already ``settled``
         realises no separate lower pair (it could only raise the realisable envelope elsewhere)."""
@@ -632,10 +637,24 @@ def _cover(
         for p, _ in found:  # a lower pair's lattice directions are not needed again
             if all(p is not q for q in up_pairs):
                 lattice.forget(p)
+            if cell.has_own_lower:
+                owners[id(p)] = cell
         return up, found
 
-    active = [(c, *evaluate(c)) for c in cells]
-    realised = [(p, profile(p)) for p in lower_members] + [w for _, _, ws in active for w in ws]
+    def prune(realised: list) -> list:
+        """The realised members that attain the realisable envelope somewhere; the others' cells let go of them."""
+        kept = [w for w in realised if np.any(w[1] >= best)]
+        held = {id(p) for p, _ in kept}
+        for p, _ in realised:
+            if id(p) not in held and id(p) in owners:
+                owners.pop(id(p)).release_lower()
+        return kept
+
+    active, realised = [], [(p, profile(p)) for p in lower_members]
+    for c in cells:
+        up, found = evaluate(c)
+        active.append((c, up))
+        realised.extend(found)
     best = np.max([prof for _, prof in realised], axis=0)
 
     def excess(up: NDArray[np.float64]) -> float:
@@ -646,7 +665,7 @@ def _cover(
 
     # Scores only fall as ``best`` rises, so a stale score bounds the current one: rescore lazily, only
     # the cell about to be split (O(probes) per step instead of O(cells × probes)).
-    scores = [excess(up) for _, up, _ in active]
+    scores = [excess(up) for _, up in active]
     fresh_scores = [True] * len(active)
     steps, last_report = 0, time.monotonic()
     while steps < max_cells:
@@ -659,7 +678,7 @@ def _cover(
             continue
         if scores[index] <= tolerance:
             break
-        realised = [w for w in realised if np.any(w[1] >= best)]
+        realised = prune(realised)
         if steps % _MEMORY_CHECK_EVERY == 0 and _held_bytes(active, realised, lattice) > max_bytes:
             break
         steps += 1
@@ -670,20 +689,18 @@ def _cover(
             continue
         for p in _uppers(parent):
             lattice.forget(p)
-        fresh = [(child, *evaluate(child, lambda up: excess(up) <= tolerance)) for child in children]
-        active[index : index + 1] = fresh
-        for _, _, ws in fresh:
-            realised.extend(ws)
-            for _, prof in ws:
+        evaluated = [(child, *evaluate(child, lambda up: excess(up) <= tolerance)) for child in children]
+        fresh = [(child, up) for child, up, _ in evaluated]
+        for _, _, found in evaluated:
+            realised.extend(found)
+            for _, prof in found:
                 np.maximum(best, prof, out=best)
+        active[index : index + 1] = fresh
         fresh_scores = [False] * len(active)
-        scores[index : index + 1] = [excess(up) for _, up, _ in fresh]
+        scores[index : index + 1] = [excess(up) for _, up in fresh]
         fresh_scores[index : index + len(fresh)] = [True] * len(fresh)
-    realised = [w for w in realised if np.any(w[1] >= best)]
-    for cell, _, _ in active:  # the kept cells' datasets that attain the realisable envelope nowhere are released
-        if cell.has_own_lower and "lower" in cell.__dict__ and all(cell.lower is not p for p, _ in realised):
-            cell.release_lower()
-    return [c for c, _, _ in active], *_witnesses(realised, probe, lo)
+    realised = prune(realised)
+    return [c for c, _ in active], *_witnesses(realised, probe, lo)
 
 
 def _uppers(cell: Cell) -> list[PrivacyLossPair]:
@@ -771,8 +788,8 @@ class QueryRefinement:
 def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.float64]]], lattice: _Lattice | _Exact) -> int:
     """Bytes the cover still holds: the distinct pairs, their probe profiles and the lattice's cached
     measures (a same-data block's are whole compositions, far larger than the pairs)."""
-    pairs = _pairs_bytes([p for c, _, _ in active for p in _uppers(c)] + [p for p, _ in realised])
-    profiles = sum(up.nbytes for _, up, _ in active) + sum(profile.nbytes for _, profile in realised)
+    pairs = _pairs_bytes([p for c, _ in active for p in _uppers(c)] + [p for p, _ in realised])
+    profiles = sum(up.nbytes for _, up in active) + sum(profile.nbytes for _, profile in realised)
     return pairs + profiles + lattice.held_bytes()
 
 
