@@ -331,7 +331,10 @@ def family_term(
     short = adaptive and count <= SHORT_LEDGER
     fine_cover = short or (adaptive and _block_rounds(count) == _LONG_BLOCK_ROUNDS)
     cover_tolerance = tolerance / 4 if short else tolerance / 2 if fine_cover else tolerance
-    kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=max_bytes, report=report)
+    # A single round's queries cache suffix sums on the kept pairs (as large as the pairs): the cover leaves
+    # them room, and its refinement by queries stays within max_bytes (QueryRefinement).
+    cover_bytes = max_bytes / 2 if count == 1 else max_bytes
+    kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=cover_bytes, report=report)
     kept = [p for c in kept_cells for p in _uppers(c)]
     up = lattice.envelope(kept)
     lows = _lower_witnesses(witnesses, spacing)
@@ -794,9 +797,9 @@ def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.f
 
 
 def _pairs_bytes(pairs: Iterable[PrivacyLossPair]) -> int:
-    """Bytes of the distinct pairs (support arrays and their cached sums, counted as twice the support)."""
+    """Bytes of the distinct pairs: their support arrays and the sums they have cached."""
     held = {id(p): p for p in pairs}
-    return sum(2 * (d.losses.nbytes + d.masses.nbytes) for p in held.values() for d in p.directions)
+    return sum(v.nbytes for p in held.values() for d in p.directions for v in vars(d).values() if isinstance(v, np.ndarray))
 
 
 def _witnesses(
