@@ -49,7 +49,8 @@ _CELL_TOLERANCE = 1e-3
 #: Profile values below this are immaterial for the excess test.
 _FLOOR = 1e-30
 _MAX_CELLS = 1600
-#: The memory held by the cover is summed every this many splits (each adds about three pairs).
+#: The memory held by a cover or a query's refinement is checked every this many splits (each adds about
+#: three pairs).
 _MEMORY_CHECK_EVERY = 8
 #: Largest |loss| offset whose e^z the convex-minorant hulls use (doubles hold e^±709).
 _HULL_EXP = 700.0
@@ -626,9 +627,10 @@ def _cover(
     def profile(pair: PrivacyLossPair) -> NDArray[np.float64]:
         return lattice.profile(pair, lo + probe)
 
-    # Own lower pairs realised by cells, by pair: released from their cell as soon as they are pruned (a cell
-    # caches its lower pair, as large as its upper one: kept until the end, they doubled the cover's memory).
-    owners: dict[int, Cell] = {}
+    # The cells that cached each realised own lower pair (a child may share its parent's dataset): they let
+    # go of it as soon as it is pruned (a lower pair is as large as an upper one: kept until the end, they
+    # doubled the cover's memory).
+    owners: dict[int, list[Cell]] = {}
 
     def evaluate(cell: Cell, settled: Callable[[NDArray[np.float64]], bool] = lambda up: False):
         """``(upper profile, realised members)``; a cell whose upper profile is already ``settled``
@@ -641,7 +643,7 @@ def _cover(
             if all(p is not q for q in up_pairs):
                 lattice.forget(p)
             if cell.has_own_lower:
-                owners[id(p)] = cell
+                owners.setdefault(id(p), []).append(cell)
         return up, found
 
     def prune(realised: list) -> list:
@@ -649,8 +651,9 @@ def _cover(
         kept = [w for w in realised if np.any(w[1] >= best)]
         held = {id(p) for p, _ in kept}
         for p, _ in realised:
-            if id(p) not in held and id(p) in owners:
-                owners.pop(id(p)).release_lower()
+            if id(p) not in held:
+                for cell in owners.pop(id(p), []):
+                    cell.release_lower()
         return kept
 
     active, realised = [], [(p, profile(p)) for p in lower_members]
@@ -670,6 +673,10 @@ def _cover(
     # the cell about to be split (O(probes) per step instead of O(cells × probes)).
     scores = [excess(up) for _, up in active]
     fresh_scores = [True] * len(active)
+    # An upper bound on the bytes held: grown by what each split adds, recounted (O(cells)) only when it
+    # passes max_bytes, since pruned and split pairs are let go of between counts.  Checked every
+    # _MEMORY_CHECK_EVERY splits, so the cover stops where a recount at each check would.
+    held = _held_bytes(active, realised, lattice)
     steps, last_report = 0, time.monotonic()
     while steps < max_cells:
         if report is not None and time.monotonic() - last_report >= REPORT_SECONDS:
@@ -682,8 +689,10 @@ def _cover(
         if scores[index] <= tolerance:
             break
         realised = prune(realised)
-        if steps % _MEMORY_CHECK_EVERY == 0 and _held_bytes(active, realised, lattice) > max_bytes:
-            break
+        if steps % _MEMORY_CHECK_EVERY == 0 and held > max_bytes:
+            held = _held_bytes(active, realised, lattice)
+            if held > max_bytes:
+                break
         steps += 1
         parent = active[index][0]
         children = parent.split()
@@ -692,8 +701,10 @@ def _cover(
             continue
         for p in _uppers(parent):
             lattice.forget(p)
+        before = lattice.held_bytes()
         evaluated = [(child, *evaluate(child, lambda up: excess(up) <= tolerance)) for child in children]
         fresh = [(child, up) for child, up, _ in evaluated]
+        held += _held_bytes(fresh, [w for _, _, found in evaluated for w in found], lattice) - before
         for _, _, found in evaluated:
             realised.extend(found)
             for _, prof in found:
@@ -799,7 +810,7 @@ def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.f
 def _pairs_bytes(pairs: Iterable[PrivacyLossPair]) -> int:
     """Bytes of the distinct pairs: their support arrays and the sums they have cached."""
     held = {id(p): p for p in pairs}
-    return sum(v.nbytes for p in held.values() for d in p.directions for v in vars(d).values() if isinstance(v, np.ndarray))
+    return sum(d.held_bytes for p in held.values() for d in p.directions)
 
 
 def _witnesses(

@@ -123,6 +123,13 @@ class LossDistribution:
             log_suffix = np.logaddexp.accumulate(log_tilted[::-1])[::-1] if self.masses.size else log_tilted
         return np.concatenate([log_suffix, [-np.inf]])
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the support arrays and of the suffix sums cached by exact queries (if built); O(1)."""
+        cached = self.__dict__
+        extra = sum(cached[name].nbytes for name in ("_suffix_mass", "_log_suffix_tilted") if name in cached)
+        return int(self.losses.nbytes + self.masses.nbytes + extra)
+
     def hockey_stick_upper_sorted(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         """Strict upper bounds on ``H_{e^ε}`` of this direction at ascending ``ε`` (tighter and cheaper than
         :meth:`hockey_stick_bounds` for many points: no suffix sums are built or kept).
