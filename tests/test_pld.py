@@ -65,3 +65,14 @@ def test_sorted_upper_bounds_bracket_exact_profile(seed):
         # Slack: MASS_RTOL and rounding (relative), and losses within 2·LOSS_ATOL below ε counted above it.
         shifted = np.array([math.fsum(max(x - math.exp(e - 3e-9 * (1 + abs(e))) * y, 0.0) for x, y in zip(a, b)) for e in eps])
         assert np.all(upper <= (shifted + 1.0 - math.fsum(a)) * (1 + 1e-9) + 1e-15)
+
+
+def test_held_bytes_counts_the_support_and_the_sums_exact_queries_cache():
+    """What memory checks read: the two support arrays, then also the two suffix-sum arrays an exact query
+    builds (N + 1 entries each)."""
+    d = ps.LossDistribution(np.array([-0.5, 0.1, 0.7]), np.array([0.2, 0.3, 0.4]), infinity_mass=0.05)
+    assert d.held_bytes == 2 * 3 * 8
+    d.hockey_stick_upper_sorted(np.array([0.0, 0.2]))  # one sweep: nothing cached
+    assert d.held_bytes == 2 * 3 * 8
+    d.hockey_stick_bounds(np.array([0.2]))
+    assert d.held_bytes == 2 * 3 * 8 + 2 * 4 * 8
