@@ -2,7 +2,9 @@
 
 Each case runs in a fresh Python process (``python -c``) so its peak RSS (``ru_maxrss``) and its
 whole-process time (import + query, numba cache warm) are measured honestly; the query time is measured
-inside that process.  dp-accounting is measured side by side on the same pair where a peer exists.
+inside that process.  dp-accounting is measured side by side on the same pair where a peer exists (kRR
+strong, 64 and 1024 rounds): at Δx = 1e-4, and down a ladder of Δx towards our gap; the whole-process
+ratios on both bases are written under ``comparisons``.
 
 Run: ``python -m benchmarks.bench_v2 [--quick]`` (JSON to ``benchmarks/results/v2.json``), or as part of
 ``python -m benchmarks all``.
