@@ -649,9 +649,9 @@ def _cover(
     def prune(realised: list) -> list:
         """The realised members that attain the realisable envelope somewhere; the others' cells let go of them."""
         kept = [w for w in realised if np.any(w[1] >= best)]
-        held = {id(p) for p, _ in kept}
+        kept_ids = {id(p) for p, _ in kept}
         for p, _ in realised:
-            if id(p) not in held:
+            if id(p) not in kept_ids:
                 for cell in owners.pop(id(p), []):
                     cell.release_lower()
         return kept

@@ -125,10 +125,9 @@ class LossDistribution:
 
     @property
     def held_bytes(self) -> int:
-        """Bytes of the support arrays and of the suffix sums cached by exact queries (if built); O(1)."""
-        cached = self.__dict__
-        extra = sum(cached[name].nbytes for name in ("_suffix_mass", "_log_suffix_tilted") if name in cached)
-        return int(self.losses.nbytes + self.masses.nbytes + extra)
+        """Bytes of every array this direction holds: its support and whatever queries have cached (suffix
+        sums); O(1)."""
+        return int(sum(v.nbytes for v in self.__dict__.values() if isinstance(v, np.ndarray)))
 
     def hockey_stick_upper_sorted(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         """Strict upper bounds on ``H_{e^ε}`` of this direction at ascending ``ε`` (tighter and cheaper than
