@@ -15,6 +15,7 @@ import pytest
 
 import pldshuffle as ps
 from pldshuffle import fft
+from pldshuffle._kernels import kernel_sources_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("scipy", "scipy.stats", "scipy.special", "scipy.fft", "numba", "pyfftw", "matplotlib", "dp_accounting")
@@ -54,10 +55,22 @@ def test_public_names_resolve_and_are_listed():
 
 def test_numba_cache_defaults_to_user_cache_dir(tmp_path):
     env = fresh("import json, os, pldshuffle; print(json.dumps(os.environ.get('NUMBA_CACHE_DIR')))", XDG_CACHE_HOME=str(tmp_path))
-    assert env == str(tmp_path / "pldshuffle" / "numba") and (tmp_path / "pldshuffle" / "numba").is_dir()
+    expected = tmp_path / "pldshuffle" / "numba" / kernel_sources_digest(Path(ps._kernels.__file__).parent)
+    assert env == str(expected) and expected.is_dir()
     mine = str(tmp_path / "mine")
     env = fresh("import json, os, pldshuffle; print(json.dumps(os.environ.get('NUMBA_CACHE_DIR')))", NUMBA_CACHE_DIR=mine)
     assert env == mine  # a user setting wins
+
+
+def test_numba_cache_directory_changes_with_any_kernel_module(tmp_path):
+    # numba re-validates a cached kernel against its own file only; the directory names every kernel file, so
+    # editing a module whose kernels another module inlines starts a fresh cache.
+    (tmp_path / "caller.py").write_text("from .callee import f\n")
+    (tmp_path / "callee.py").write_text("def f(x):\n    return x\n")
+    before = kernel_sources_digest(tmp_path)
+    assert kernel_sources_digest(tmp_path) == before and len(before) == 16
+    (tmp_path / "callee.py").write_text("def f(x):\n    return x + 1\n")
+    assert kernel_sources_digest(tmp_path) != before
 
 
 def test_pyfftw_missing_falls_back_to_scipy(monkeypatch):

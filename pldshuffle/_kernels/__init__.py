@@ -4,20 +4,20 @@ numba is imported, and every kernel here is jitted, on the first call of a publi
 (``import numba`` alone costs ~0.3 s).  Kernels are compiled with ``cache=True``; before numba is
 imported, ``NUMBA_CACHE_DIR`` defaults to ``$XDG_CACHE_HOME/pldshuffle/numba`` (``~/.cache/...``) when the
 user has not set it, so that a package installed read-only still reuses its compiled kernels across
-processes (set by :func:`configure_numba_cache`, which ``pldshuffle/__init__.py`` calls at import).
+processes (set by :func:`configure_numba_cache`, which ``pldshuffle/__init__.py`` calls at import), in a
+subdirectory named by a digest of this package's sources (see :func:`configure_numba_cache`).
 
 Kernels are plain Python functions registered with :func:`jit`; :func:`compiled` replaces each by its
 numba dispatcher in every kernel module's namespace (so jitted kernels calling each other, across modules
 too, resolve to dispatchers) the first time any kernel is needed, and a module's ``_fma`` by LLVM's fused
-multiply-add.  (numba's cache checks only the source file of the kernel it compiled: after editing a kernel
-that another module's kernels call, e.g. :func:`.tilted._add` from :mod:`.clones`, clear the cache
-directory.)  Submodules by topic: :mod:`.profile` (lattice hockey-stick profiles, rounding MGFs),
+multiply-add.  Submodules by topic: :mod:`.profile` (lattice hockey-stick profiles, rounding MGFs),
 :mod:`.tilted` (kRR tilted trinomial pairs, lattice cells), :mod:`.clones` (clone pairs) and
 :mod:`.binomial` (2RR binomial windows and sums of two binomials).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Callable
@@ -37,6 +37,7 @@ __all__ = [
     "fill_tilted_points",
     "hockey_stick_profile",
     "jit",
+    "kernel_sources_digest",
     "lower_hull",
     "max_shifted_sum",
     "merge_to_lattice",
@@ -61,14 +62,18 @@ def configure_numba_cache() -> None:
     """Default ``NUMBA_CACHE_DIR`` to a per-user cache directory, unless the user set it.
 
     ``cache=True`` otherwise writes next to the module, which fails silently in a read-only install
-    and makes every new process recompile (seconds).  The directory is ``$XDG_CACHE_HOME/pldshuffle/numba``
-    (``~/.cache/pldshuffle/numba``); nothing is set if it cannot be created.  If numba is already
-    imported, its configuration is updated too (it reads the variable only at import).
+    and makes every new process recompile (seconds).  The directory is
+    ``$XDG_CACHE_HOME/pldshuffle/numba/<digest>`` (``~/.cache/...``), ``<digest>`` naming the contents of the
+    kernel modules (:func:`kernel_sources_digest`): numba invalidates a cached kernel only when *its own*
+    source file changes, so a kernel inlining one from another module (``clones`` calls ``tilted._add``)
+    would otherwise keep the old code after an upgrade or edit of that module.  Nothing is set if the
+    directory cannot be created.  If numba is already imported, its configuration is updated too (it reads
+    the variable only at import).
     """
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(base, "pldshuffle", "numba")
+    path = os.path.join(base, "pldshuffle", "numba", kernel_sources_digest(Path(__file__).parent))
     try:
         Path(path).mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -79,6 +84,15 @@ def configure_numba_cache() -> None:
     config = sys.modules.get("numba.core.config")
     if config is not None:
         config.CACHE_DIR = path
+
+
+def kernel_sources_digest(directory: Path) -> str:
+    """First 16 hex digits of the SHA-256 of the ``*.py`` files in ``directory`` (names and contents, in
+    name order): equal exactly when no kernel module changed.  O(total source size), ~0.1 ms."""
+    digest = hashlib.sha256()
+    for source in sorted(directory.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def jit(**options: object) -> Callable[[Callable], Callable]:
