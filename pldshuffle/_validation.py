@@ -101,21 +101,24 @@ def check_delta(value: object, name: str = "target_delta") -> float:
     return check_probability(name, value)
 
 
-def check_epsilon(value: object, name: str = "target_epsilon") -> float:
-    """Return an ε in [0, inf)."""
+def check_epsilon(value: object, name: str = "target_epsilon", *, allow_inf: bool = False) -> float:
+    """Return an ε in [0, inf) (in [0, inf] with ``allow_inf``)."""
     x = check_real(name, value)
+    if allow_inf and x == math.inf:
+        return x
     if not (math.isfinite(x) and x >= 0.0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        what = "a number >= 0 (inf allowed)" if allow_inf else "a finite number >= 0"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
     return x
 
 
-def check_epsilons(value: object, name: str = "target_epsilon") -> np.ndarray:
-    """Return a float array of ε's (a scalar gives a 0-d array): real, finite and ≥ 0, refusing bool, str,
-    bytes, complex and NaN with an error naming the parameter."""
+def check_epsilons(value: object, name: str = "target_epsilon", *, allow_inf: bool = False) -> np.ndarray:
+    """Return a float array of ε's (a scalar gives a 0-d array): real, ≥ 0 and finite (or ``inf`` with
+    ``allow_inf``), refusing bool, str, bytes, complex and NaN with an error naming the parameter."""
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a real number or an array of them, got {value!r}")
     array = np.asarray(value, dtype=object)
-    flat = [check_epsilon(v, name) for v in array.ravel()]
+    flat = [check_epsilon(v, name, allow_inf=allow_inf) for v in array.ravel()]
     if not flat:
         raise ValueError(f"{name} must hold at least one value >= 0")
     return np.asarray(flat, dtype=np.float64).reshape(array.shape)

@@ -205,8 +205,9 @@ class FourierAccountant:
         return pld.is_guarantee, pld.caveats, diag
 
     def get_delta_bounds(self, target_epsilon: ArrayLike) -> DeltaBounds:
-        """Certified bracket on δ at ``target_epsilon`` (a float or an array of floats ≥ 0)."""
-        eps = check_epsilons(target_epsilon)
+        """Certified bracket on δ at ``target_epsilon`` (a float or an array of floats ≥ 0; ``inf`` gives
+        the bracket on the composed mass at +∞, below which every ε is ∞)."""
+        eps = check_epsilons(target_epsilon, allow_inf=True)
         lower, upper = self.certified_pld().delta_bounds(eps.ravel())
         guarantee, caveats, diag = self._labels()
         if eps.ndim == 0:
@@ -230,7 +231,7 @@ class FourierAccountant:
 
     def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(lower, upper)`` arrays of certified δ brackets at each ε (one composed object)."""
-        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons)))
+        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons, allow_inf=True)))
         return np.asarray(b.lower), np.asarray(b.upper)
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:

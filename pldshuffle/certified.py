@@ -153,9 +153,17 @@ class CertifiedPLD:
         The first query realises the composition (O(m log m) FFTs per tilt, order and witness on windows of
         m lattice points); later ones cost O(1) per ε (O(shifts) for the lower end).  A single round of a
         worst case over datasets, queried at up to 4 points, first refines its cover there
-        (:class:`~pldshuffle.dominating.QueryRefinement`).
+        (:class:`~pldshuffle.dominating.QueryRefinement`).  ``ε = inf`` gives the bracket on the composed
+        mass at +∞ (:meth:`_at_infinity`), the limit of δ(ε).
         """
-        eps = np.atleast_1d(check_epsilons(epsilon)).astype(np.float64)
+        eps = np.atleast_1d(check_epsilons(epsilon, allow_inf=True)).astype(np.float64)
+        infinite = np.isinf(eps)
+        if infinite.any():
+            lower, upper = np.empty(eps.shape), np.empty(eps.shape)
+            lower[infinite], upper[infinite] = self._at_infinity()
+            if not infinite.all():
+                lower[~infinite], upper[~infinite] = self.delta_bounds(eps[~infinite])
+            return lower, upper
         refiner = self._refiner()
         if refiner is not None and eps.size <= _REFINED_POINTS:
             for e in eps:
@@ -231,6 +239,17 @@ class CertifiedPLD:
         ups = self._composites("upper")
         lows = self._composites("lower")
         return max(c.infinity for c in lows), max(c.infinity for c in ups)
+
+    def _at_infinity(self) -> tuple[float, float]:
+        """``(lower, upper)`` on δ(∞), the composed mass at +∞, read as the finite-ε queries are (a single
+        round also from its exact pairs; 0 above the loss cap), so δ stays non-increasing up to ε = inf."""
+        lower, upper = self.infinity_mass
+        at = np.array([np.inf])
+        if (exact := self._single_exact("upper")) is not None:
+            upper = min(upper, float(exact(at)[1][0]))
+        if (exact := self._single_exact("lower")) is not None:
+            lower = max(lower, float(exact(at)[0][0]))
+        return lower, (0.0 if math.isfinite(self.loss_cap) else upper)
 
     def to_dp_accounting(self) -> Any:
         """This object as a dominating dp-accounting ``PrivacyLossDistribution`` (see

@@ -160,9 +160,18 @@ class LossDistribution:
     def hockey_stick_bounds(self, epsilon: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Strict lower and upper bounds on ``H_{e^ε}`` of this direction (single round, no grid).
 
-        Cost O(K log N) for K epsilons after the O(N) suffix sums built on construction.
+        Cost O(K log N) for K epsilons after the O(N) suffix sums built on construction.  At ``ε = inf``
+        only the infinity mass is left (plus the truncated mass above).
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
+        infinite = np.isinf(eps)
+        if infinite.any():
+            lower, upper = np.empty(eps.shape), np.empty(eps.shape)
+            lower[infinite] = self.infinity_mass * (1.0 - MASS_RTOL)
+            upper[infinite] = min((self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL), 1.0)
+            if not infinite.all():
+                lower[~infinite], upper[~infinite] = self.hockey_stick_bounds(eps[~infinite])
+            return lower, upper
         j = np.searchsorted(self.losses, eps, side="right")
         tilted = np.exp(eps + self._log_suffix_tilted[j])  # ≤ A_j: no overflow
         finite = np.maximum(self._suffix_mass[j] - tilted, 0.0)

@@ -675,9 +675,15 @@ def delta_adaptive(members, rounds: int, eps: float) -> float:
             return 1.0
         if j == 0:
             return max(-math.expm1(x), 0.0)
-        return max(math.fsum(p * value(j - 1, x - loss) for p, loss in opt) for opt in options)
+        return max(math.fsum(p * value(j - 1, _spend(x, loss)) for p, loss in opt) for opt in options)
 
     return value(rounds, eps)
+
+
+def _spend(budget: float, loss: float) -> float:
+    """The loss budget left after an outcome: an infinite loss exhausts any budget, ``ε = inf`` included
+    (δ(∞) is the limit of δ(ε), the chance of an infinite loss), where ``inf - inf`` would be NaN."""
+    return -math.inf if loss == math.inf else budget - loss
 
 
 def delta_ledger_adaptive(entries, eps: float) -> float:
@@ -715,7 +721,7 @@ def delta_ledger_adaptive(entries, eps: float) -> float:
                 return max(-math.expm1(x), 0.0)
             key = (j, x)
             if key not in memo:
-                memo[key] = max(math.fsum(p * value(j + 1, x - loss) for p, loss in opt) for opt in plan[j])
+                memo[key] = max(math.fsum(p * value(j + 1, _spend(x, loss)) for p, loss in opt) for opt in plan[j])
             return memo[key]
 
         best = max(best, value(0, float(eps)))

@@ -57,6 +57,27 @@ def test_queries_of_one_ledger_agree():
     assert acc.certified_pld() is not before
 
 
+def test_delta_at_infinite_epsilon_is_the_infinity_mass():
+    # δ(∞) = P(L = ∞) of the composition (exact reference: the mass of P where Q = 0), bracketed the way the
+    # finite ε are, so the curve stays non-increasing up to ε = inf; 0 where every loss is bounded.
+    strong = ref.pair_krr_strong(12, 3, 0.4)
+    eps = np.array([0.0, 1.0, 5.0, 40.0, np.inf])
+    for rounds in (1, 3):
+        acc = ps.FourierAccountant().compose(ps.ShuffledKRR(12, 3, gamma=0.4, adversary="strong"), rounds)
+        b = acc.get_delta_bounds(eps)
+        exact = float(ref.delta_exact(strong, math.inf, rounds))
+        assert 0.0 < exact and b.lower[-1] <= exact <= b.upper[-1] <= 1.0
+        assert np.all(np.diff(b.upper) <= 0) and np.all(np.diff(b.lower) <= 0) and np.all(b.lower <= b.upper)
+        scalar = acc.get_delta_bounds(math.inf)
+        assert (scalar.lower, scalar.upper) == (b.lower[-1], b.upper[-1])
+        assert acc.get_epsilon_bounds(0.5 * b.lower[-1]).upper == math.inf  # below δ(∞) no ε is finite
+    bounded = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(40, 1.0), 2).get_delta_bounds([3.0, math.inf])
+    assert bounded.lower[1] == bounded.upper[1] == 0.0 and bounded.upper[0] >= 0.0
+    for bad in (-math.inf, math.nan, -1.0):
+        with pytest.raises(ValueError, match=r"target_epsilon must be a number >= 0 \(inf allowed\)"):
+            ps.FourierAccountant().compose(ps.ShuffledBinaryRR(40, 1.0)).get_delta_bounds(bad)
+
+
 def test_lower_end_monotone_in_delta_and_finite_at_tiny_delta():
     acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 64)
     deltas = np.array([1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12, 1e-15])

@@ -19,7 +19,7 @@ import pldshuffle as ps
 import pldshuffle.dominating as dominating
 import reference as ref
 
-EPS = np.array([0.0, 0.1, 0.43, 1.0, 2.5])
+EPS = np.array([0.0, 0.1, 0.43, 1.0, 2.5, np.inf])  # ε = inf: the composed mass at +∞
 
 
 def _close_below(lower, exact):

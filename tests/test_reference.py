@@ -21,6 +21,7 @@ from reference import (
     clone_q,
     compose,
     compose_heterogeneous,
+    delta_adaptive,
     delta_directions,
     delta_exact,
     delta_heterogeneous,
@@ -412,6 +413,18 @@ def test_delta_monotone_in_eps_and_rounds(pair):
         assert all(d1 >= d2 - 1e-16 for d1, d2 in zip(curve, curve[1:]))
         assert all(d >= e - 1e-16 for d, e in zip(curve, previous))  # no comparison in the first round
         previous = curve
+
+
+def test_adaptive_recursion_at_infinite_epsilon_is_the_chance_of_an_infinite_loss():
+    # One member, rounds r: δ(∞) = 1 - (1 - a)^r with a the larger infinity mass of the two orders
+    # (the recursion's inf - inf must read as an exhausted budget, not NaN); it is also the limit in ε.
+    pair = pair_krr_strong(3, 3, Fraction(1, 2))
+    a = float(max(delta_directions(pair, math.inf)))
+    assert a > 0
+    for rounds in (1, 2, 3):
+        at_inf = delta_adaptive([pair], rounds, math.inf)
+        assert at_inf == pytest.approx(1 - (1 - a) ** rounds, rel=1e-12)
+        assert delta_adaptive([pair], rounds, 60.0) == pytest.approx(at_inf, rel=1e-12)
 
 
 @pytest.mark.parametrize("pair", SMALL_PAIRS)
