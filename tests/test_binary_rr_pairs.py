@@ -146,3 +146,90 @@ def test_fused_multiply_add_is_rounded_once():
         assert jitted(a, b, -p) == exact
         assert Fraction(a) * Fraction(b) == Fraction(p) + Fraction(jitted(a, b, -p))
     assert float(Fraction(0.1) * Fraction(0.7) + Fraction(0.3)) == jitted(0.1, 0.7, 0.3)
+
+
+@pytest.mark.parametrize("n,eps0,tail,first,last", [(61, 0.3, 0.01, 0, 30), (61, 0.3, 0.5, 5, 29), (101, 1.0, 0.5, 0, 50), (81, 0.05, 1e-6, 0, 40)])
+def test_cell_upper_pair_dominates_every_dataset_of_the_cell(n, eps0, tail, first, last):
+    """A cell's upper pair keeps ~2pw of its w varying users as noise (the type decomposition of
+    ``ShuffledBinaryRR._cell``, booking the chance of fewer as truncated mass).  It must still dominate every
+    dataset of the cell: each direction's hockey-stick divergence, at every ε of both signs, is at least the
+    exact one of every dataset's reference pair."""
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    width = last - first
+    assert two_binomial_tails(0, width, p, binary_rr._TYPE_TAIL * tail)[0] >= 0, "no varying user is kept: the case tests nothing"
+    mech = ShuffledBinaryRR(n, eps0)
+    # The pairs themselves truncated as by default; only the type cut uses the large tail.
+    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
+    upper = mech._cell(first, last, pair, tail).upper
+    eps = np.linspace(-2.5 * eps0, 2.5 * eps0, 51)
+    forward, backward = upper.forward.hockey_stick_bounds(eps)[1], upper.backward.hockey_stick_bounds(eps)[1]
+    for m in range(first, last + 1):
+        P, Q = split_pair(pair_binary_rr(n, p, m))
+        for i, e in enumerate(eps):
+            assert hockey_stick(P, Q, e) <= forward[i] * (1 + 1e-12), (m, e)
+            assert hockey_stick(Q, P, e) <= backward[i] * (1 + 1e-12), (m, e)
+
+
+@pytest.mark.parametrize("eps0", [0.3, 1.0, 2.0])
+def test_cell_upper_pair_is_tighter_than_revealing_the_varying_users(eps0):
+    # Keeping some of the w varying users as noise can only help (at most the booked type mass is added).
+    n, first, last = 20001, 2000, 3000
+    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
+    upper = ShuffledBinaryRR(n, eps0)._cell(first, last, pair, 1e-18).upper
+    revealed = pair(n - (last - first), first)
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    eps = np.array([0.0, 1.0 / math.sqrt(n * p * (1 - p))])  # δ ≫ the booked mass here
+    assert np.all(upper.delta_bounds(eps)[1] < revealed.delta_bounds(eps)[1])
+
+
+@pytest.mark.parametrize("n,eps0,tail_mass,rounds", [(160, 0.2, 0.1, 1), (120, 1.0, 0.3, 1), (30, 1.0, 0.3, 2)])
+def test_large_tail_mass_brackets_the_exact_worst_case(n, eps0, tail_mass, rounds):
+    # The tails' Chernoff bounds then exceed what the kept masses leave (the truncated mass is capped by it:
+    # it used to overflow a total of 1), and the cells' type cuts (at 1e-4·tail_mass) keep varying users.
+    from reference import delta_adaptive, delta_ledger
+
+    import pldshuffle as ps
+
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    members = [pair_binary_rr(n, p, m) for m in range(n)]
+    eps = np.array([0.0, 0.05, 0.2])
+    b = ps.FourierAccountant(tail_mass=tail_mass).compose(ShuffledBinaryRR(n, eps0), rounds).get_delta_bounds(eps)
+    for e, lo, up in zip(eps, b.lower, b.upper):
+        exact = delta_ledger([("changing", members, 1)], e) if rounds == 1 else delta_adaptive(members, rounds, float(e))
+        assert lo <= exact * (1 + 1e-9) and exact <= up * (1 + 1e-9), (e, lo, exact, up)
+
+
+def _hockey_sticks(ones: int, zeros: int, p: float, eps: np.ndarray) -> np.ndarray:
+    """Both directions' H_{e^ε} of the 2RR pair (N + Bern(p), N + Bern(1-p)), N from :func:`_full_sum`."""
+    noise = _full_sum(ones, zeros, p)
+    P = np.concatenate([noise, [0.0]]) * (1 - p) + np.concatenate([[0.0], noise]) * p
+    Q = np.concatenate([noise, [0.0]]) * p + np.concatenate([[0.0], noise]) * (1 - p)
+    scale = np.exp(eps)[:, None]
+    return np.array([np.maximum(P - scale * Q, 0).sum(axis=1), np.maximum(Q - scale * P, 0).sum(axis=1)])
+
+
+@pytest.mark.parametrize("n,eps0,tail,first,last", [(201, 0.2, 1e-8, 0, 140), (301, 0.5, 1e-8, 20, 220)])
+def test_cell_upper_pair_dominates_the_type_mixture_every_dataset_is_a_post_processing_of(n, eps0, tail, first, last):
+    """The mixture behind ``ShuffledBinaryRR._cell``, computed independently (full SciPy convolutions): with
+    the varying users' types ``(U, V) ~ Mult(w; p, p, 1-2p)`` revealed, the view is the dataset pair of
+    ``n - w + U + V`` users with ``first + U`` ones among the others, so its hockey-stick divergence is the
+    ``Mult``-weighted sum of theirs.  Every dataset of the cell stays below it (the decomposition), and the
+    cell's upper pair above it (the cut at ``r`` and the booked mass, here 1e-12): a sharper check than the
+    datasets alone, which sit well below the cell's bound."""
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    width = last - first
+    assert two_binomial_tails(0, width, p, binary_rr._TYPE_TAIL * tail)[0] >= 10, "too few users kept to test the cut"
+    eps = np.linspace(-1.5 * eps0, 1.5 * eps0, 13)
+    mixture = np.zeros((2, eps.size))
+    for u in range(width + 1):
+        for v in range(width + 1 - u):
+            weight = math.comb(width, u) * math.comb(width - u, v) * p ** (u + v) * (1 - 2 * p) ** (width - u - v)
+            if weight > 1e-30:
+                mixture += weight * _hockey_sticks(first + u, n - 1 - last + v, p, eps)
+    for m in range(first, last + 1, 7):
+        assert np.all(_hockey_sticks(m, n - 1 - m, p, eps) <= mixture * (1 + 1e-12) + 1e-15), m
+    # The pairs themselves truncated as by default; only the type cut uses the given tail.
+    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
+    upper = ShuffledBinaryRR(n, eps0)._cell(first, last, pair, tail).upper
+    bound = np.array([upper.forward.hockey_stick_bounds(eps)[1], upper.backward.hockey_stick_bounds(eps)[1]])
+    assert np.all(mixture <= bound * (1 + 1e-12)), mixture / bound
