@@ -127,17 +127,27 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
     and their difference would then cancel to nothing; and ``G`` may be huge (2**40 rounds of I ≈ 1e-8),
     where ``e^L·expm1(G)`` would overflow although the value is at most 1.  The slack covers the roundings
     of ``e^x``, ``expm1`` and the products (a few u each, per part and per binary digit of ``n``) and the
-    absolute error of the exponents (≤ (parts + 3)·u·|L + G|, sums of same-signed terms).
+    absolute error of the exponents (≤ (parts + 3)·u·|L + G|, sums of same-signed terms).  ``F`` itself is a
+    floating-point sum of the direction's masses, off by up to ``(log2 N + 10)·u`` relative (pairwise
+    summation): raised to the power ``n``, that is ``n`` times larger and no multiple of ``|L|`` bounds it
+    when ``F ≈ 1`` (2**40 rounds of a witness whose ``F + I`` rounded to just above 1 gave a lower end of
+    1.0001).  So ``F`` is the correctly rounded sum and its rounding error ``r`` is computed too
+    (``math.fsum``, O(N)): ``L = Σ n (log F + log1p(r/F))``, and the exponents' error is bounded by the
+    sum of their terms' magnitudes.
     """
-    log_finite, log_growth, log_total = 0.0, 0.0, 0.0
+    log_finite, log_growth, log_total, magnitude = 0.0, 0.0, 0.0, 0.0
     for d, n in parts:
-        finite, infinity = d.finite_mass, d.infinity
+        masses = d.masses.tolist()
+        finite, infinity = math.fsum(masses), d.infinity
+        residual = math.fsum(masses + [-finite])  # Σ masses - finite, to a relative u
         if finite + infinity <= 0.0:
             return 0.0
         log_total += n * math.log(finite + infinity)
         if finite > 0.0:
-            log_finite += n * math.log(finite)
-            log_growth += n * math.log1p(infinity / finite)
+            terms = (n * math.log(finite), n * math.log1p(residual / finite), n * math.log1p(infinity / finite))
+            log_finite += terms[0] + terms[1]
+            log_growth += terms[2]
+            magnitude += sum(abs(t) for t in terms)
         else:
             log_finite = -math.inf
     # Dominating measures may weigh more than 1, so e^{L+G} can overflow after many rounds; the value is
@@ -146,10 +156,10 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
         value, exponent = math.exp(min(log_total, 700.0)), abs(log_total)
     else:
         value = math.exp(min(log_finite + log_growth, 700.0)) * -math.expm1(-log_growth)
-        exponent = abs(log_finite) + abs(log_growth)
+        exponent = magnitude
     slack = 16.0 * _U * (len(parts) + sum(math.log2(n + 1) for _, n in parts)) + (len(parts) + 3) * _U * exponent
     if not upper:
-        return max(0.0, value * (1.0 - slack))
+        return min(max(0.0, value * (1.0 - slack)), 1.0)  # a mass: past 1 only by rounding
     # A positive mass below the normal range (e^L underflows) is not 0: the smallest normal double bounds it.
     floor = sys.float_info.min if any(d.infinity > 0.0 for d, _ in parts) else 0.0
     return min(1.0, max(value * (1.0 + slack), floor))

@@ -477,3 +477,23 @@ def test_relative_gap_holds_at_large_delta_where_epsilon_is_small(rounds):
     for delta in (1e-2, 1e-6, 1e-15):
         b = acc.get_epsilon_bounds(delta)
         assert 0.0 < (b.upper - b.lower) / b.upper <= 1e-3, (delta, b)
+
+
+def test_infinity_mass_lower_end_survives_a_finite_mass_rounded_up():
+    """2**40 rounds of a witness whose F + I rounds to just above 1: the sum F is itself rounded (pairwise
+    summation), and n = 2**40 multiplies that error; unaccounted it made the lower end 1.0001 (> 1).  Both
+    ends against mpmath on the exact sum of the float masses."""
+    mpmath = pytest.importorskip("mpmath")
+    from pldshuffle.lattice import LatticeDirection, compose_infinity
+
+    mpmath.mp.dps = 60
+    rng = np.random.default_rng(7)
+    masses = rng.random(1000)
+    infinity = 0.003
+    masses *= (1.0 - infinity) / masses.sum()
+    d = LatticeDirection(0, masses, infinity)
+    finite = mpmath.fsum(mpmath.mpf(float(m)) for m in masses)
+    for rounds in (1, 1000, 2**40):
+        exact = (finite + mpmath.mpf(infinity)) ** rounds - finite**rounds
+        lower, upper = compose_infinity([(d, rounds)], upper=False), compose_infinity([(d, rounds)], upper=True)
+        assert 0.0 <= lower <= exact <= upper and lower <= 1.0, (rounds, lower, exact, upper)
