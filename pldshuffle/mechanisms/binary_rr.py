@@ -140,7 +140,7 @@ class ShuffledBinaryRR(ShuffleMechanism):
         edges = np.unique(np.linspace(0, half + 1, min(_INITIAL_CELLS, half + 1) + 1).astype(np.int64))
         # A split cell's children revisit one of its pairs.  The cache only finds pairs that something
         # still holds (weak references): a strong cache would keep every pair of O(√n) outcomes alive.
-        cache: WeakValueDictionary[tuple[int, int], PrivacyLossPair] = WeakValueDictionary()
+        cache: WeakValueDictionary[tuple[int, int, float], PrivacyLossPair] = WeakValueDictionary()
 
         def pair(users: int, m: int, booked: float = 0.0) -> PrivacyLossPair:
             found = cache.get((users, m, booked))
@@ -149,8 +149,8 @@ class ShuffledBinaryRR(ShuffleMechanism):
             return found
 
         cells = tuple(self._cell(int(a), int(b) - 1, pair, tail_mass) for a, b in zip(edges[:-1], edges[1:]))
-        # Every view is a post-processing of the differing user's ε0-LDP report (the cells' pairs too: they
-        # reveal some other users' bits), so no outcome's loss exceeds ε0.
+        # Every dataset's view is a post-processing of the differing user's ε0-LDP report, so no outcome's
+        # loss exceeds ε0 (what a cell's pair books at +∞ belongs to the bound, not to any view).
         return PairFamily.from_cells(cells, max_loss=self.local_epsilon)
 
     def _cell(self, first: int, last: int, pair: Callable[..., PrivacyLossPair], tail_mass: float) -> Cell:
@@ -167,7 +167,7 @@ class ShuffledBinaryRR(ShuffleMechanism):
         ``Bin(w, p)`` at ``τ/2``, ``τ = _TYPE_TAIL·tail_mass`` (:func:`two_binomial_tails`); the chance that
         ``U`` or ``V`` falls below ``r`` (≤ ``τ``) is booked as truncated mass (a fully revealing branch).  It keeps
         ``≈ 2pw`` of the ``w`` varying users' noise (revealing them all, as KHH21-style covers do, keeps none):
-        cells can be ``1/(1-2p)`` times wider for the same excess (2.2× at ε0 = 1, 21× at ε0 = 0.1).
+        cells can be ``1/(1-2p)`` times wider for the same excess (2.2× at ε0 = 1, 20× at ε0 = 0.1).
         """
         n = self.num_users
         width = last - first
