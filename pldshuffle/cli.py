@@ -311,7 +311,8 @@ def _parser() -> argparse.ArgumentParser:
     dlt = sub.add_parser("delta", help="certified delta at a given epsilon", formatter_class=formatter,
                          description="Certified bracket on delta at a given epsilon.",
                          epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["delta"])
-    dlt.add_argument("--epsilon", type=_checked(check_epsilon), required=True, help="target epsilon (>= 0)")
+    dlt.add_argument("--epsilon", type=_checked(partial(check_epsilon, allow_inf=True)), required=True,
+                     help="target epsilon (>= 0; inf: the mass at infinite privacy loss)")
     _add_mechanism_options(dlt, compose=True)
     _add_output_options(dlt)
 

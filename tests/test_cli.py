@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import pldshuffle
+import pldshuffle as ps
 from pldshuffle import _estimate, cli
 from pldshuffle._progress import ProgressReporter, choose_mode
 from pldshuffle.cli import _parser, main
@@ -144,7 +145,7 @@ def test_bad_input_one_line_exit_2():
     [
         (["epsilon", *BINARY, "--delta", "2"], "target_delta"),
         (["epsilon", *BINARY, "--delta", "0"], "argument --delta: target_delta must lie in (0, 1)"),
-        (["delta", *BINARY, "--epsilon", "-1"], "argument --epsilon: target_epsilon must be a finite number >= 0"),
+        (["delta", *BINARY, "--epsilon", "-1"], "argument --epsilon: target_epsilon must be a number >= 0 (inf allowed)"),
         (["calibrate", "rounds", *BINARY, "--target-epsilon", "0", "--delta", "1e-6"], "argument --target-epsilon"),
         (["epsilon", "--mechanism", "foo", "--delta", "1e-6"], "invalid choice"),
         (["epsilon", "--delta", "1e-6"], "no mechanism"),
@@ -322,6 +323,18 @@ def test_infinite_epsilon_statement_explains(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "certified epsilon bracket: [inf, inf]" in out and "note: no finite epsilon is certified" in out
+
+
+def test_delta_at_infinite_epsilon_is_the_infinity_mass(capsys):
+    # --epsilon inf asks for δ(∞), the mass at infinite privacy loss: the API's bracket, in JSON as "inf".
+    import json
+    import math
+
+    mech = ["--mechanism", "krr", "--num-users", "30", "--domain-size", "4", "--gamma", "0.3", "--adversary", "strong"]
+    assert main(["delta", *mech, "--rounds", "3", "--epsilon", "inf", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = ps.FourierAccountant().compose(ps.ShuffledKRR(30, 4, gamma=0.3, adversary="strong"), 3).get_delta_bounds(math.inf)
+    assert out["target_epsilon"] == "inf" and (out["lower"], out["upper"]) == (expected.lower, expected.upper) and out["upper"] > 0
 
 
 def _main_out(argv: list[str], capsys) -> tuple[int, str, str]:
