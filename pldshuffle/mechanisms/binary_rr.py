@@ -49,7 +49,7 @@ COVER_SECONDS, RESTART_SECONDS = 0.065, 1.5e-9
 #: well below the branch and bound's relative tolerance there (1e-3); a smaller fraction costs little
 #: (the cut moves by ~0.1 sd of ``Bin(w, p)`` per decade).
 _TYPE_TAIL = 1e-4
-#: Cells with fewer datasets than this enumerate them (envelope) instead of revealing the varying users.
+#: Cells with fewer datasets than this enumerate them (envelope) instead of one dominating pair (``_cell``).
 _ENUMERATED_CELL = 8
 # Binomial factors of N_m are windowed with this tail (the dropped mass is booked as truncated): kept pmf
 # values exceed ~1e-24 even at n = 1e8, so the window changes them (and the losses, which are log-ratios of
