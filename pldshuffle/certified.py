@@ -45,7 +45,7 @@ from .lattice import (
     shift_certificate,
     upper_direction,
 )
-from .pld import MASS_RTOL, PrivacyLossPair
+from .pld import MASS_RTOL, PrivacyLossPair, infinity_apart
 
 __all__ = ["CertifiedPLD", "MemoryBudgetError", "invert"]
 
@@ -157,13 +157,9 @@ class CertifiedPLD:
         mass at +∞ (:meth:`_at_infinity`), the limit of δ(ε).
         """
         eps = np.atleast_1d(check_epsilons(epsilon, allow_inf=True)).astype(np.float64)
-        infinite = np.isinf(eps)
-        if infinite.any():
-            lower, upper = np.empty(eps.shape), np.empty(eps.shape)
-            lower[infinite], upper[infinite] = self._at_infinity()
-            if not infinite.all():
-                lower[~infinite], upper[~infinite] = self.delta_bounds(eps[~infinite])
-            return lower, upper
+        return infinity_apart(eps, self._at_infinity, self._finite_delta_bounds)
+
+    def _finite_delta_bounds(self, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         refiner = self._refiner()
         if refiner is not None and eps.size <= _REFINED_POINTS:
             for e in eps:

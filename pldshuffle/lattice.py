@@ -127,13 +127,11 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
     and their difference would then cancel to nothing; and ``G`` may be huge (2**40 rounds of I ≈ 1e-8),
     where ``e^L·expm1(G)`` would overflow although the value is at most 1.  The slack covers the roundings
     of ``e^x``, ``expm1`` and the products (a few u each, per part and per binary digit of ``n``) and the
-    absolute error of the exponents (≤ (parts + 3)·u·|L + G|, sums of same-signed terms).  ``F`` itself is a
-    floating-point sum of the direction's masses, off by up to ``(log2 N + 10)·u`` relative (pairwise
-    summation): raised to the power ``n``, that is ``n`` times larger and no multiple of ``|L|`` bounds it
-    when ``F ≈ 1`` (2**40 rounds of a witness whose ``F + I`` rounded to just above 1 gave a lower end of
-    1.0001).  So ``F`` is the correctly rounded sum and its rounding error ``r`` is computed too
-    (``math.fsum``, O(N)): ``L = Σ n (log F + log1p(r/F))``, and the exponents' error is bounded by the
-    sum of their terms' magnitudes.
+    absolute error of the exponents (≤ (parts + 3)·u times the sum of their terms' magnitudes).  ``F``, the
+    sum of the direction's masses, is rounded too: raised to the power ``n``, its rounding grows ``n``-fold
+    and no multiple of ``|L|`` bounds it when ``F ≈ 1`` (2**40 rounds of a witness whose ``F + I`` rounded
+    to just above 1 gave a lower end of 1.0001).  So ``F`` is the correctly rounded sum and its rounding
+    error ``r`` enters the exponent (``math.fsum``, O(N)): ``L = Σ n (log F + log1p(r/F))``.
     """
     log_finite, log_growth, log_total, magnitude = 0.0, 0.0, 0.0, 0.0
     for d, n in parts:

@@ -23,7 +23,7 @@ sums) are booked into the upper and lower bounds so that the bracket stays stric
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -34,7 +34,7 @@ from ._kernels import UNIT_ROUNDOFF as _U, profile_at_points
 from ._validation import check_probability
 from .grid import DiscretizedDirection, discretize
 
-__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair"]
+__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart"]
 
 #: Assumed relative accuracy of each probability mass (Boost's binomial pmf: ≤ 5e-12 up to 1e8 trials).
 MASS_RTOL = 1e-10
@@ -164,14 +164,13 @@ class LossDistribution:
         only the infinity mass is left (plus the truncated mass above).
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
-        infinite = np.isinf(eps)
-        if infinite.any():
-            lower, upper = np.empty(eps.shape), np.empty(eps.shape)
-            lower[infinite] = self.infinity_mass * (1.0 - MASS_RTOL)
-            upper[infinite] = min((self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL), 1.0)
-            if not infinite.all():
-                lower[~infinite], upper[~infinite] = self.hockey_stick_bounds(eps[~infinite])
-            return lower, upper
+        return infinity_apart(eps, self._at_infinity, self._finite_bounds)
+
+    def _at_infinity(self) -> tuple[float, float]:
+        upper = (self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL)
+        return self.infinity_mass * (1.0 - MASS_RTOL), min(upper, 1.0)
+
+    def _finite_bounds(self, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         j = np.searchsorted(self.losses, eps, side="right")
         tilted = np.exp(eps + self._log_suffix_tilted[j])  # ≤ A_j: no overflow
         finite = np.maximum(self._suffix_mass[j] - tilted, 0.0)
@@ -182,6 +181,23 @@ class LossDistribution:
         upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
         lower = np.maximum(finite * (1.0 - MASS_RTOL) - slack, 0.0) + self.infinity_mass * (1.0 - MASS_RTOL)
         return lower, np.minimum(upper, 1.0)
+
+
+def infinity_apart(
+    eps: NDArray[np.float64],
+    at_infinity: Callable[[], tuple[float, float]],
+    finite: Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], NDArray[np.float64]]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(lower, upper)`` on δ at each ε: ``at_infinity()`` (the mass at +∞, the limit of δ) where ε is
+    infinite, ``finite(ε)`` at the others (called only if there are any)."""
+    infinite = np.isinf(eps)
+    if not infinite.any():
+        return finite(eps)
+    lower, upper = np.empty(eps.shape), np.empty(eps.shape)
+    lower[infinite], upper[infinite] = at_infinity()
+    if not infinite.all():
+        lower[~infinite], upper[~infinite] = finite(eps[~infinite])
+    return lower, upper
 
 
 @dataclass(frozen=True, eq=False)
