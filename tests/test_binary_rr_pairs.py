@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
-from reference import hockey_stick, pair_binary_rr, split_pair
+from reference import delta_adaptive, delta_ledger, hockey_stick, pair_binary_rr, split_pair
 from scipy import stats
 
-from pldshuffle import ShuffledBinaryRR
+from pldshuffle import FourierAccountant, ShuffledBinaryRR
 from pldshuffle._kernels import binomial_walk, two_binomial_pmf
 from pldshuffle.mechanisms import binary_rr
 from pldshuffle.mechanisms._binomial import two_binomial_tails
@@ -148,6 +148,13 @@ def test_fused_multiply_add_is_rounded_once():
     assert float(Fraction(0.1) * Fraction(0.7) + Fraction(0.3)) == jitted(0.1, 0.7, 0.3)
 
 
+def _cell_upper(n: int, eps0: float, first: int, last: int, tail: float):
+    """The upper pair of ``ShuffledBinaryRR``'s cell ``[first, last]`` with its type cut at ``tail``, the
+    pairs themselves truncated as by default."""
+    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
+    return ShuffledBinaryRR(n, eps0)._cell(first, last, pair, tail).upper
+
+
 @pytest.mark.parametrize("n,eps0,tail,first,last", [(61, 0.3, 0.01, 0, 30), (61, 0.3, 0.5, 5, 29), (101, 1.0, 0.5, 0, 50), (81, 0.05, 1e-6, 0, 40)])
 def test_cell_upper_pair_dominates_every_dataset_of_the_cell(n, eps0, tail, first, last):
     """A cell's upper pair keeps ~2pw of its w varying users as noise (the type decomposition of
@@ -157,10 +164,7 @@ def test_cell_upper_pair_dominates_every_dataset_of_the_cell(n, eps0, tail, firs
     p = 1.0 / (math.exp(eps0) + 1.0)
     width = last - first
     assert two_binomial_tails(0, width, p, binary_rr._TYPE_TAIL * tail)[0] >= 0, "no varying user is kept: the case tests nothing"
-    mech = ShuffledBinaryRR(n, eps0)
-    # The pairs themselves truncated as by default; only the type cut uses the large tail.
-    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
-    upper = mech._cell(first, last, pair, tail).upper
+    upper = _cell_upper(n, eps0, first, last, tail)
     eps = np.linspace(-2.5 * eps0, 2.5 * eps0, 51)
     forward, backward = upper.forward.hockey_stick_bounds(eps)[1], upper.backward.hockey_stick_bounds(eps)[1]
     for m in range(first, last + 1):
@@ -174,9 +178,8 @@ def test_cell_upper_pair_dominates_every_dataset_of_the_cell(n, eps0, tail, firs
 def test_cell_upper_pair_is_tighter_than_revealing_the_varying_users(eps0):
     # Keeping some of the w varying users as noise can only help (at most the booked type mass is added).
     n, first, last = 20001, 2000, 3000
-    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
-    upper = ShuffledBinaryRR(n, eps0)._cell(first, last, pair, 1e-18).upper
-    revealed = pair(n - (last - first), first)
+    upper = _cell_upper(n, eps0, first, last, 1e-18)
+    revealed = binary_rr._dataset_pair(n - (last - first), eps0, first, 1e-18)
     p = 1.0 / (math.exp(eps0) + 1.0)
     eps = np.array([0.0, 1.0 / math.sqrt(n * p * (1 - p))])  # δ ≫ the booked mass here
     assert np.all(upper.delta_bounds(eps)[1] < revealed.delta_bounds(eps)[1])
@@ -186,14 +189,10 @@ def test_cell_upper_pair_is_tighter_than_revealing_the_varying_users(eps0):
 def test_large_tail_mass_brackets_the_exact_worst_case(n, eps0, tail_mass, rounds):
     # The tails' Chernoff bounds then exceed what the kept masses leave (the truncated mass is capped by it:
     # it used to overflow a total of 1), and the cells' type cuts (at 1e-4·tail_mass) keep varying users.
-    from reference import delta_adaptive, delta_ledger
-
-    import pldshuffle as ps
-
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
     eps = np.array([0.0, 0.05, 0.2])
-    b = ps.FourierAccountant(tail_mass=tail_mass).compose(ShuffledBinaryRR(n, eps0), rounds).get_delta_bounds(eps)
+    b = FourierAccountant(tail_mass=tail_mass).compose(ShuffledBinaryRR(n, eps0), rounds).get_delta_bounds(eps)
     for e, lo, up in zip(eps, b.lower, b.upper):
         exact = delta_ledger([("changing", members, 1)], e) if rounds == 1 else delta_adaptive(members, rounds, float(e))
         assert lo <= exact * (1 + 1e-9) and exact <= up * (1 + 1e-9), (e, lo, exact, up)
@@ -228,8 +227,6 @@ def test_cell_upper_pair_dominates_the_type_mixture_every_dataset_is_a_post_proc
                 mixture += weight * _hockey_sticks(first + u, n - 1 - last + v, p, eps)
     for m in range(first, last + 1, 7):
         assert np.all(_hockey_sticks(m, n - 1 - m, p, eps) <= mixture * (1 + 1e-12) + 1e-15), m
-    # The pairs themselves truncated as by default; only the type cut uses the given tail.
-    pair = lambda users, m, booked=0.0: binary_rr._dataset_pair(users, eps0, m, 1e-18, booked)  # noqa: E731
-    upper = ShuffledBinaryRR(n, eps0)._cell(first, last, pair, tail).upper
+    upper = _cell_upper(n, eps0, first, last, tail)
     bound = np.array([upper.forward.hockey_stick_bounds(eps)[1], upper.backward.hockey_stick_bounds(eps)[1]])
     assert np.all(mixture <= bound * (1 + 1e-12)), mixture / bound
