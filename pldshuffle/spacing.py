@@ -18,8 +18,10 @@ from .pld import PrivacyLossPair
 
 __all__ = ["choose_spacing", "composed_range", "relative_target"]
 
-#: Automatic spacing keeps the composition window below this many lattice points.
+#: Automatic spacing keeps the composition window below this many lattice points ...
 MAX_POINTS = 2**21
+#: ... or, where the lower witnesses would still err by more than the whole gap target there, this many.
+MAX_REFINED_POINTS = 2**23
 #: Smallest ε the automatic spacing resolves to the relative target (below it the gap is absolute): short
 #: ledgers, held to the target down to δ = 1e-2, and the others.
 MIN_SCALE = 0.02
@@ -107,7 +109,8 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
 
     Δ ≈ target·ε/(c√rounds) from an estimate ε of :func:`composed_range` (for one round, 1e-2·ε: a single
     round is answered off the lattice), never so fine that the composition window exceeds ``MAX_POINTS``
-    lattice points; clipped to [1e-7, 1e-2].
+    lattice points -- or ``MAX_REFINED_POINTS`` where the lower witnesses' estimated error at the coarser
+    Δ exceeds the whole budget ``target·ε`` (Δ is halved while it does); clipped to [1e-7, 1e-2].
 
     ``c = 2`` where the pairs' lower witnesses are estimated to lose at most a tenth of the budget
     ``target·ε`` on that lattice (:func:`pldshuffle.grid.lower_error_estimates`): dense pairs,
@@ -131,15 +134,26 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
     epsilon, width = composed_range(pairs, delta=1e-2 if short else 1e-3, gaussian=short)
     scale = max(epsilon, MIN_SCALE if short else MIN_SCALE_LONG)
 
-    def clipped(spacing: float) -> float:
-        return float(np.clip(max(spacing, width / MAX_POINTS), 1e-7, 1e-2))
+    def clipped(spacing: float, points: int = MAX_POINTS) -> float:
+        return float(np.clip(max(spacing, width / points), 1e-7, 1e-2))
+
+    def lower_error(spacing: float) -> float:
+        return sum(_lower_error(pair, count, spacing) for pair, count in pairs)
 
     if rounds == 1:
         return clipped(1e-2 * scale)
-    coarse = clipped(target * scale / (_COARSE_DIVISOR * math.sqrt(rounds)))
-    if sum(_lower_error(pair, count, coarse) for pair, count in pairs) <= _LOWER_SHARE * target * scale:
+    budget = target * scale
+    coarse = clipped(budget / (_COARSE_DIVISOR * math.sqrt(rounds)))
+    if lower_error(coarse) <= _LOWER_SHARE * budget:
         return coarse
-    return clipped(target * scale / (_FINE_DIVISOR * math.sqrt(rounds)))
+    spacing = clipped(budget / (_FINE_DIVISOR * math.sqrt(rounds)))
+    # Sparse pairs over ~1e6 rounds whose per-round losses are small against the composition's spread fill
+    # MAX_POINTS before their fine spacing, and their lower witnesses then miss the target outright
+    # (2RR n = 2, ε0 = 1e-3, 1e6 rounds, δ = 1e-8: gap 5.5e-3): halve Δ, up to MAX_REFINED_POINTS, while so.
+    finest = clipped(budget / (_FINE_DIVISOR * math.sqrt(rounds)), MAX_REFINED_POINTS)
+    while spacing > finest and lower_error(spacing) > budget:
+        spacing = max(spacing / 2.0, finest)
+    return spacing
 
 
 def _lower_error(pair: PrivacyLossPair, count: int, spacing: float) -> float:

@@ -497,3 +497,61 @@ def test_infinity_mass_lower_end_survives_a_finite_mass_rounded_up():
         exact = (finite + mpmath.mpf(infinity)) ** rounds - finite**rounds
         lower, upper = compose_infinity([(d, rounds)], upper=False), compose_infinity([(d, rounds)], upper=True)
         assert 0.0 <= lower <= exact <= upper and lower <= 1.0, (rounds, lower, exact, upper)
+
+
+
+def _tiny_loss_pair() -> tuple[ps.PrivacyLossPair, list[float], list[float]]:
+    """Shuffled 2RR of two users, ε0 = 1e-3, dataset 0^n vs 10^(n-1): three outcomes, losses ε0, ≈ -ε0²/2, -ε0."""
+    eps0 = 1e-3
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    pmf_p = [(1 - p) ** 2, 2 * p * (1 - p), p * p]
+    pmf_q = [(1 - p) * p, (1 - p) ** 2 + p * p, p * (1 - p)]
+    return ps.ShuffledBinaryRR(2, eps0, dataset="khh21").dataset_pair(0), pmf_p, pmf_q
+
+
+def test_sparse_tiny_losses_over_a_million_rounds_refine_past_max_points():
+    # Every round's losses (±1e-3) are tiny against the composition's spread (~1), so MAX_POINTS binds
+    # before the fine spacing, where the lower witness (three atoms, rounded down) erred by twice the
+    # whole budget (gap 5.5e-3 at δ = 1e-8, target 2e-3).
+    from pldshuffle import spacing
+
+    pair, _, _ = _tiny_loss_pair()
+    rounds, target = 10**6, spacing.relative_target(10**6)
+    epsilon, width = spacing.composed_range([(pair, rounds)])
+    dx = spacing.choose_spacing([(pair, rounds)], target)
+    assert spacing.MAX_POINTS < width / dx <= spacing.MAX_REFINED_POINTS * (1 + 1e-9)
+    assert spacing._lower_error(pair, rounds, dx) <= target * epsilon
+    # Ten users: the window is capped at MAX_POINTS too, but the witness fits the budget there.
+    pair = ps.ShuffledBinaryRR(10, 1e-2, dataset="khh21").dataset_pair(0)
+    width = spacing.composed_range([(pair, 10**5)])[1]
+    assert width / spacing.choose_spacing([(pair, 10**5)], target) == pytest.approx(spacing.MAX_POINTS)
+
+
+@pytest.mark.slow
+def test_sparse_tiny_losses_over_a_million_rounds_meet_the_target_and_bracket_the_exact_value():
+    """Exact δ of 1e6 rounds of the three-outcome pair, no lattice or FFT: given the count b of the middle
+    outcome, the count a of the first is Bin(k - b, ·) and the loss exceeds ε above a threshold in a, so
+    ``δ(ε) = Σ_b P[b]·P[a > t_b | b] - e^ε Q[b]·Q[a > t_b | b]`` (SciPy's binomial pmf and survival function)."""
+    from scipy.stats import binom
+
+    pair, pmf_p, pmf_q = _tiny_loss_pair()
+    rounds, delta = 10**6, 1e-8
+    b = ps.FourierAccountant().compose(ps.PairMechanism(pair), rounds).get_epsilon_bounds(delta)
+    assert 0.0 < (b.upper - b.lower) / b.upper <= 2e-3, b
+
+    def exact_delta(p: list[float], q: list[float], eps: float) -> float:
+        if p[0] / q[0] < p[2] / q[2]:  # the first outcome carries the larger loss
+            p, q = p[::-1], q[::-1]
+        loss = [math.log(x / y) for x, y in zip(p, q)]
+        middle = np.arange(rounds + 1)
+        rest = rounds - middle
+        # loss(a, b) = loss0·a + loss1·b + loss2·(k - b - a) > ε  ⟺  a > t_b
+        threshold = np.floor((eps - loss[1] * middle - loss[2] * rest) / (loss[0] - loss[2]))
+        above_p = binom.pmf(middle, rounds, p[1]) * binom.sf(threshold, rest, p[0] / (p[0] + p[2]))
+        above_q = binom.pmf(middle, rounds, q[1]) * binom.sf(threshold, rest, q[0] / (q[0] + q[2]))
+        return float(np.sum(above_p) - math.exp(eps) * np.sum(above_q))
+
+    def exact(eps: float) -> float:
+        return max(exact_delta(pmf_p, pmf_q, eps), exact_delta(pmf_q, pmf_p, eps))
+
+    assert exact(b.upper) <= delta < exact(b.lower), (exact(b.lower), exact(b.upper))
