@@ -57,8 +57,14 @@ _REFINED_POINTS = 4
 _REFINED_EPSILON_GAP = 3e-5
 #: Realisable pairs inverted for a single round's lower ε (any subset is a lower bound).
 _LOWER_PAIRS = 16
-#: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included).
+#: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included) ...
 _TILT_DELTAS = (1e-8, 1e-14)
+#: ... and for ledgers of more rounds also this one: the FFT's certified round-off grows with the rounds
+#: (``n·r^{n-1}`` times the forward error per spectral entry), and untilted it reached ~5e-5 in δ after 1e6
+#: rounds of a sparse pair (randomized response, ε0 = 1e-3: gap 4.0e-2 at δ = 1e-3, 5.1e-4 with this tilt;
+#: 1e5 rounds at ε0 = 3e-3: 9.4e-3 and 1.2e-4; 1e4 rounds at ε0 = 1e-2: 1.1e-3 and 2.4e-4; 2000 rounds at
+#: ε0 = 3e-2: 2.1e-4 and 1.7e-5).
+_LONG_TILT_DELTA, _LONG_LEDGER = 1e-3, 2000
 #: Bytes held per window point by one cached realisation (masses, profile, suffix) and, transiently, while
 #: realising (measured: ~90 per point beyond what the realisation keeps).
 BYTES_PER_POINT = 24
@@ -436,14 +442,16 @@ def _check_memory(size: int, budget: int, spacing: float, held: int) -> None:
 
 
 def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> list[float]:
-    """θ = 0 and the Chernoff saddle points of the δ levels in ``_TILT_DELTAS``."""
+    """θ = 0 and the Chernoff saddle points of the δ levels in ``_TILT_DELTAS`` (and ``_LONG_TILT_DELTA`` for
+    ledgers of more than ``_LONG_LEDGER`` rounds)."""
     factors = [d.factor(n) for d, n in combo if d.finite_mass > 0]
     if not factors or sum(n for _, n in combo) == 1:
         return [0.0]
     thetas = np.geomspace(1e-2, CHERNOFF_LAMBDAS[-1], 128)  # small losses need large θ (≈ 450 at ε ≈ 0.09)
     log_m = composed_log_mgf(factors, spacing, thetas)
     tilts = [0.0]
-    for delta in _TILT_DELTAS:
+    long = sum(n for _, n in combo) > _LONG_LEDGER
+    for delta in ((_LONG_TILT_DELTA,) if long else ()) + _TILT_DELTAS:
         theta = float(thetas[int(np.argmin((log_m - math.log(delta)) / thetas))])
         if theta > 1.4 * tilts[-1]:
             tilts.append(theta)

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size
 from .certified import CertifiedPLD, _choose_tilts
-from .composition import CHERNOFF_LAMBDAS, log_mgf
+from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
 from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily
 from .pld import MASS_RTOL, PrivacyLossPair
@@ -424,10 +424,14 @@ def _adaptive_terms(
     hi = -(-end // factor)
     # Beyond the window: the finite losses of the envelope composed b times (Chernoff; M ≥ 1 keeps it
     # non-decreasing in the rounds, so it bounds every G_j - j·I with I ≥ the envelope's mass at +∞).
+    # Rounded up by the MGF's rounding and, in top, that of the exponent (relative to its terms' size).
     log_m = rounds * np.maximum(log_mgf(up.factor(1), spacing, CHERNOFF_LAMBDAS), 0.0)
+    log_m = log_m * (1.0 + 4.0 * _U) + log_mgf_rounding([up.factor(rounds)], spacing, CHERNOFF_LAMBDAS)
 
     def top(x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.exp(np.min(log_m[None, :] - CHERNOFF_LAMBDAS[None, :] * x[:, None], axis=1)) * (1.0 + 8.0 * _U)
+        terms = CHERNOFF_LAMBDAS[None, :] * x[:, None]
+        exponent = log_m[None, :] - terms + 4.0 * _U * (log_m[None, :] + np.abs(terms))
+        return np.exp(np.min(exponent, axis=1)) * (1.0 + 8.0 * _U)
 
     groups = _SHORT_GROUPS if count <= SHORT_LEDGER else _GROUPS
     chunks = np.array_split(np.arange(len(cells)), min(groups, len(cells)))
