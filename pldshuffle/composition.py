@@ -111,7 +111,7 @@ def log_mgf_rounding(factors: list[Factor], spacing: float, lambdas: NDArray[np.
     for f in factors:
         nz = np.flatnonzero(f.masses > 0)
         logs = np.abs(np.log(f.masses[nz]))
-        reach = max(abs(f.start + int(nz[0])), abs(f.start + int(nz[-1]) + _MGF_BLOCKS)) * spacing
+        reach = (abs(f.start) + 2 * f.masses.size) * spacing  # |z| of every index, blocks' ends included
         error += f.count * (4.0 * (float(logs.max()) + 2.0 * lam * reach) + nz.size + 8.0)
     return 8.0 * (len(factors) + 1) * _U * error
 

@@ -20,7 +20,7 @@ __all__ = ["choose_spacing", "composed_range", "relative_target"]
 
 #: Automatic spacing keeps the composition window below this many lattice points ...
 MAX_POINTS = 2**21
-#: ... or, where the lower witnesses would still err by more than the whole gap target there, this many.
+#: ... or, where the lower witnesses would still err by more than half the gap target there, this many.
 MAX_REFINED_POINTS = 2**23
 #: Smallest ε the automatic spacing resolves to the relative target (below it the gap is absolute): short
 #: ledgers, held to the target down to δ = 1e-2, and the others.
