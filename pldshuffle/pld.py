@@ -285,7 +285,11 @@ class PrivacyLossPair:
 def _direction(num: NDArray[np.float64], den: NDArray[np.float64]) -> LossDistribution:
     """PLD of ``num/den`` from aligned mass arrays, with the deficit of ``num`` as truncated mass."""
     both = (num > 0) & (den > 0)
-    losses = np.log(num[both]) - np.log(den[both])
+    a, b = num[both], den[both]
+    # log a - log b loses everything below an ulp of |log a| (two masses an ulp apart got loss 0 and δ(0) = 0
+    # on the lattice, below the exact 1.7e-18); within a factor 2, a - b is exact (Sterbenz) and log1p keeps it.
+    close = (a <= 2.0 * b) & (b <= 2.0 * a)
+    losses = np.where(close, np.log1p((a - b) / np.where(close, b, 1.0)), np.log(a) - np.log(b))
     infinity = float(num[(num > 0) & (den == 0)].sum())
     deficit = max(0.0, 1.0 - float(num.sum()))
     return LossDistribution(losses, num[both], infinity_mass=min(infinity, 1.0), truncated_mass=min(deficit, 1.0))

@@ -91,8 +91,29 @@ def test_user_pair_bracketed_property(p, q, rounds, eps):
     mech = ps.PairMechanism.from_probability_mass_functions(p, q)
     bounds = ps.FourierAccountant().compose(mech, rounds).get_delta_bounds(eps)
     exact = delta_exact({i: (float(p[i]), float(q[i])) for i in range(size)}, eps, rounds)
+    # The reference sums floats: ~1e-17 of rounding (3 rounds of a pair an ulp apart: 6.9e-18 for 5.2e-18).
     assert 0.0 <= bounds.lower <= exact + 1e-15
-    assert exact <= bounds.upper <= 1.0
+    assert exact <= bounds.upper + 1e-15 and bounds.upper <= 1.0
+
+
+def test_pair_an_ulp_apart_is_bracketed_exactly():
+    """Masses an ulp apart: their loss (~2e-16) was computed as log p - log q = 0, so the lattice gave
+    δ(0) = 0 below the exact 1.7e-18.  Exact δ(0) of the float inputs in rational arithmetic."""
+    import itertools
+    from fractions import Fraction
+
+    p = np.array([1.0, 0.010000000000000002]) / 1.010000000000000002
+    q = np.array([1.0, 0.01]) / 1.01
+    mech = ps.PairMechanism.from_probability_mass_functions(p, q)
+    for rounds in (1, 2, 3):
+        exact = Fraction(0)
+        for seq in itertools.product(range(2), repeat=rounds):
+            a = b = Fraction(1)
+            for i in seq:
+                a, b = a * Fraction(float(p[i])), b * Fraction(float(q[i]))
+            exact += max(a - b, Fraction(0))
+        bounds = ps.FourierAccountant().compose(mech, rounds).get_delta_bounds(0.0)
+        assert 0.0 <= bounds.lower <= exact <= bounds.upper and 0.0 < bounds.upper <= 1e-15, (rounds, bounds)
 
 
 @settings(max_examples=15, deadline=None)
