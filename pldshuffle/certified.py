@@ -447,7 +447,8 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     factors = [d.factor(n) for d, n in combo if d.finite_mass > 0]
     if not factors or sum(n for _, n in combo) == 1:
         return [0.0]
-    thetas = np.geomspace(1e-2, CHERNOFF_LAMBDAS[-1], 128)  # small losses need large θ (≈ 450 at ε ≈ 0.09)
+    # Small losses need large θ (≈ 450 at ε ≈ 0.09, 7e5 at ε ≈ 5e-5); ~23 candidates per decade.
+    thetas = np.geomspace(1e-2, CHERNOFF_LAMBDAS[-1], 208)
     log_m = composed_log_mgf(factors, spacing, thetas)
     tilts = [0.0]
     long = sum(n for _, n in combo) > _LONG_LEDGER

@@ -351,10 +351,12 @@ def _settings(n, eps0, rounds, eps, monkeypatch):
 
 def _assert_same_data_no_looser(changing, same):
     # Same data is a special case of changing data: its upper end may use both bounds (up to the
-    # re-inversion's rounding), and the constant-dataset witnesses serve both settings' lower ends.
+    # re-inversion's rounding), and the constant-dataset witnesses serve both settings' lower ends (up to
+    # the certified round-off of their realisations, whose tilts follow each setting's own upper end:
+    # ~1e-9 relative at δ ~ 1e-13).
     material = changing.upper >= 1e-12
     assert np.all(same.upper[material] <= changing.upper[material] * (1 + 1e-5))
-    assert np.all(same.lower >= changing.lower * (1 - 1e-9))
+    assert np.all(same.lower >= changing.lower * (1 - 1e-8))
     assert np.all(same.lower <= same.upper)
 
 
