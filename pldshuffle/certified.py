@@ -171,7 +171,7 @@ class CertifiedPLD:
             for e in eps:
                 # Split until the upper δ at ε is at most the realisable δ a little to its left (an ε gap).
                 left = np.array([max(float(e) - _refined_epsilon_gap(float(e)), 0.0)])
-                realisable = float(_exact_bounds(refiner.lower_pairs, left)[0][0])
+                realisable = float(_exact_lower(refiner.lower_pairs, left)[0])
                 refiner.refine(float(e), threshold=realisable + refiner.booked)  # upper ends carry the booked mass
         return self._lower(eps), self._upper(eps)
 
@@ -198,15 +198,15 @@ class CertifiedPLD:
         lattice_lower = lambda eps: np.max([c.lower(eps) for c in self._composites("lower")], axis=0)  # noqa: E731
         every = list(self._exact_pairs("lower"))
         if len(every) <= _LOWER_PAIRS or not math.isfinite(probe):
-            return invert(lambda eps: np.maximum(lattice_lower(eps), _exact_bounds(every, eps)[0]), delta, upper=False)
+            return invert(lambda eps: np.maximum(lattice_lower(eps), _exact_lower(every, eps)), delta, upper=False)
         # The largest at the lattice curves' two answers, then at the answer they give (the binding pair is
         # among the largest at the answer).
         lower, probes = 0.0, [invert(lattice_lower, delta, upper=False), probe]
         for _ in range(2):
-            at = np.array([p.delta_bounds(np.array(probes))[0] for p in every])
+            at = np.array([p.delta_bounds(np.array(probes), cache=False)[0] for p in every])
             keep = sorted({int(i) for column in at.T for i in np.argsort(column)[::-1][:_LOWER_PAIRS]})
             pairs = [every[i] for i in keep]
-            curve = lambda eps: np.maximum(lattice_lower(eps), _exact_bounds(pairs, eps)[0])  # noqa: E731
+            curve = lambda eps: np.maximum(lattice_lower(eps), _exact_lower(pairs, eps))  # noqa: E731
             lower = max(lower, invert(curve, delta, upper=False))
             probes = [lower]
         return lower
@@ -223,7 +223,7 @@ class CertifiedPLD:
         active = [p for p, v in zip(pairs, at_lower) if v > delta]
         while True:
             def curve(eps: NDArray[np.float64]) -> NDArray[np.float64]:
-                exact = _exact_bounds(active, eps)[1] if active else np.zeros(eps.shape)
+                exact = _exact_upper(active, eps) if active else np.zeros(eps.shape)
                 return np.minimum(self._lattice_upper(eps), exact)
 
             upper = invert(curve, delta, upper=True, bracket=(lower, lattice))
@@ -248,9 +248,9 @@ class CertifiedPLD:
         lower, upper = self.infinity_mass
         at = np.array([np.inf])
         if (exact := self._single_exact("upper")) is not None:
-            upper = min(upper, float(exact(at)[1][0]))
+            upper = min(upper, float(exact(at)[0]))
         if (exact := self._single_exact("lower")) is not None:
-            lower = max(lower, float(exact(at)[0][0]))
+            lower = max(lower, float(exact(at)[0]))
         return lower, (0.0 if math.isfinite(self.loss_cap) else upper)
 
     def to_dp_accounting(self) -> Any:
@@ -284,13 +284,13 @@ class CertifiedPLD:
     def _upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         exact = self._single_exact("upper")
         values = self._lattice_upper(eps)
-        values = values if exact is None else np.minimum(values, exact(eps)[1])
+        values = values if exact is None else np.minimum(values, exact(eps))
         return np.where(eps >= self.loss_cap, 0.0, values)  # no composed loss exceeds the cap
 
     def _lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         exact = self._single_exact("lower")
         values = np.max([c.lower(eps) for c in self._composites("lower")], axis=0)
-        return values if exact is None else np.maximum(values, exact(eps)[0])
+        return values if exact is None else np.maximum(values, exact(eps))
 
     def _exact_pairs(self, part: str) -> tuple[PrivacyLossPair, ...]:
         """The exact pairs of a single round (``()`` unless the ledger is one round of one term)."""
@@ -302,10 +302,11 @@ class CertifiedPLD:
         return term.exact_upper if part == "upper" else term.exact_lower
 
     def _single_exact(self, part: str):
+        """The exact pairs' curve of ``part`` (upper: the max of their upper δ; lower: of their lower δ)."""
         pairs = self._exact_pairs(part)
         if not pairs:
             return None
-        return lambda eps: _exact_bounds(pairs, eps)
+        return (lambda eps: _exact_upper(pairs, eps)) if part == "upper" else (lambda eps: _exact_lower(pairs, eps))
 
     def _refiner(self) -> Any:
         """The single round's query refinement, when the ledger is one round answered on exact pairs."""
@@ -467,16 +468,21 @@ def _refined_epsilon_gap(epsilon: float) -> float:
     return _REFINED_EPSILON_GAP * epsilon
 
 
-def _exact_bounds(pairs, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Max over the pairs of their strict single-round ``(lower, upper)`` δ at each ε."""
-    values = [p.delta_bounds(eps) for p in pairs]
-    return np.max([v[0] for v in values], axis=0), np.max([v[1] for v in values], axis=0)
+def _exact_upper(pairs, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Max over the pairs of their strict single-round upper δ at each ε: one sweep per pair, nothing kept
+    (a refined cover holds hundreds of pairs; suffix sums would double their memory)."""
+    return np.max([p.delta_upper(eps) for p in pairs], axis=0)
+
+
+def _exact_lower(pairs, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Max over the (few) realisable pairs of their strict single-round lower δ at each ε."""
+    return np.max([p.delta_bounds(eps)[0] for p in pairs], axis=0)
 
 
 def _exact_bounds_each(pairs, epsilon: float) -> list[float]:
-    """Each pair's strict upper δ at one ε."""
+    """Each pair's strict upper δ at one ε (one sweep, nothing kept: every pair of a cover is read here)."""
     eps = np.array([epsilon])
-    return [float(p.delta_bounds(eps)[1][0]) for p in pairs]
+    return [float(p.delta_upper(eps)[0]) for p in pairs]
 
 
 def invert(delta_fn, delta: float, *, upper: bool, bracket: tuple[float, float] | None = None) -> float:

@@ -57,7 +57,10 @@ _HULL_EXP = 700.0
 #: Splits for a same-data block (each cell costs a composition of its dominating pair).
 _MAX_BLOCK_CELLS = 24
 #: Splits one single-round query may add to the cover.
-_QUERY_SPLITS = 400
+_QUERY_SPLITS = 800
+#: A query's refinement keeps this many of the datasets its splits reveal (as many as a single round's
+#: lower end inverts, ``pldshuffle.certified._LOWER_PAIRS``).
+_KEPT_MEMBERS = 16
 #: Lattice points on which branch and bound compares profiles.
 _PROBES = 4097
 _WITNESSES = 6
@@ -741,7 +744,8 @@ class QueryRefinement:
     Every stage is sound (the kept cells always cover every dataset) and only tightens, so queries read the
     refined pairs: a later query is never looser than an earlier one.  At most ``_QUERY_SPLITS`` splits per
     query, and none once the pairs held would exceed ``max_bytes``.  Each split costs two dataset pairs
-    (O(√n) for 2RR).
+    (O(√n) for 2RR); the kept pairs are read by one sweep each (:meth:`PrivacyLossPair.delta_upper`),
+    without keeping suffix sums, which would double the memory they hold.
     """
 
     def __init__(self, cells: list[Cell], members: tuple[PrivacyLossPair, ...], max_bytes: float) -> None:
@@ -777,24 +781,45 @@ class QueryRefinement:
         eps = np.array([float(epsilon)])
 
         def upper_of(cell: Cell) -> float:
-            return max(float(p.delta_bounds(eps)[1][0]) for p in _uppers(cell))
+            return max(float(p.delta_upper(eps)[0]) for p in _uppers(cell))
 
         values = [upper_of(c) for c in self._cells]
+        owners: dict[int, Cell] = {}  # the datasets the splits reveal, and the cells that built them
         for step in range(_QUERY_SPLITS):
             order = np.argsort(values)[::-1]
             index = next((int(i) for i in order if values[i] > threshold and not self._final(int(i))), None)
             if index is None:
-                return
-            if step % _MEMORY_CHECK_EVERY == 0 and self._held_bytes() > self._max_bytes:
-                return
+                break
+            if step % _MEMORY_CHECK_EVERY == 0:
+                self._keep_largest_revealed(eps, owners)
+                if self._held_bytes() > self._max_bytes:
+                    break
             children = self._cells[index].split()
             if not children:
                 self._final_cells.add(id(self._cells[index]))
                 continue
             for child in children:
-                self._members.extend(p for p in _lowers(child) if all(p is not q for q in self._members))
+                for p in _lowers(child):
+                    if all(p is not q for q in self._members):
+                        self._members.append(p)
+                        owners[id(p)] = child
             self._cells[index : index + 1] = list(children)
             values[index : index + 1] = [upper_of(c) for c in children]
+        self._keep_largest_revealed(eps, owners)
+
+    def _keep_largest_revealed(self, eps: NDArray[np.float64], owners: dict[int, Cell]) -> None:
+        """Of the datasets revealed by this query's splits, keep the ``_KEPT_MEMBERS`` with the largest δ at
+        ``eps`` (the realisable end reads no more); the others' cells let go of them (rebuilt if asked
+        again), so their memory goes to further splits (they held a third of a refined cover)."""
+        revealed = [p for p in self._members if id(p) in owners]
+        if len(revealed) <= _KEPT_MEMBERS:
+            return
+        values = [float(p.delta_bounds(eps, cache=False)[0][0]) for p in revealed]
+        kept = {id(revealed[i]) for i in np.argsort(values)[::-1][:_KEPT_MEMBERS]}
+        dropped = {id(p) for p in revealed if id(p) not in kept}
+        for key in dropped:
+            owners.pop(key).release_lower()
+        self._members = [p for p in self._members if id(p) not in dropped]
 
     def _final(self, index: int) -> bool:
         return id(self._cells[index]) in self._final_cells

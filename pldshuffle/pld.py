@@ -23,6 +23,7 @@ sums) are booked into the upper and lower bounds so that the bracket stays stric
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -157,26 +158,45 @@ class LossDistribution:
         """Upper (connect-the-dots) and lower (round-down) grid PLDs on ``z_j = j·spacing``; O(N)."""
         return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing)
 
-    def hockey_stick_bounds(self, epsilon: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def hockey_stick_bounds(self, epsilon: ArrayLike, *, cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Strict lower and upper bounds on ``H_{e^ε}`` of this direction (single round, no grid).
 
-        Cost O(K log N) for K epsilons after the O(N) suffix sums built on construction.  At ``ε = inf``
-        only the infinity mass is left (plus the truncated mass above).
+        Cost O(K log N) for K epsilons after the O(N) suffix sums built on the first query and kept; with
+        ``cache=False`` they are built for this call only, unless already kept (for pairs read once, such as
+        the hundreds a worst-case cover refines: keeping them doubled its memory).  At ``ε = inf`` only the
+        infinity mass is left (plus the truncated mass above).
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
-        return infinity_apart(eps, self._at_infinity, self._finite_bounds)
+        return infinity_apart(eps, self._at_infinity, lambda finite: self._finite_bounds(finite, cache))
 
     def _at_infinity(self) -> tuple[float, float]:
         upper = (self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL)
         return self.infinity_mass * (1.0 - MASS_RTOL), min(upper, 1.0)
 
-    def _finite_bounds(self, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _tail_sums(self, j: NDArray[np.intp], keep: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``A_j = Σ_{i≥j} ω_i`` and ``log B_j = log Σ_{i≥j} ω_i e^{-s_i}`` at the given indices, from the
+        suffix sums (built and kept with ``keep``) or, if none are kept, from the tails themselves
+        (O(N - j) each: the tails a query reads are short), scaled by their largest ``e^{-s}`` so nothing
+        overflows."""
+        if keep or "_suffix_mass" in self.__dict__:
+            return self._suffix_mass[j], self._log_suffix_tilted[j]
+        mass, log_tilted = np.zeros(j.shape), np.full(j.shape, -np.inf)
+        for k, start in enumerate(j.flat):
+            if start < self.losses.size:
+                tail = self.masses[start:]
+                mass.flat[k] = float(np.sum(tail))
+                with np.errstate(divide="ignore"):
+                    log_tilted.flat[k] = math.log(float(np.sum(tail * np.exp(self.losses[start] - self.losses[start:])))) - self.losses[start]
+        return mass, log_tilted
+
+    def _finite_bounds(self, eps: NDArray[np.float64], cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         j = np.searchsorted(self.losses, eps, side="right")
-        tilted = np.exp(eps + self._log_suffix_tilted[j])  # ≤ A_j: no overflow
-        finite = np.maximum(self._suffix_mass[j] - tilted, 0.0)
+        j_near = np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")
+        (suffix, log_suffix_tilted), (near, _) = self._tail_sums(j, cache), self._tail_sums(j_near, cache)
+        tilted = np.exp(eps + log_suffix_tilted)  # ≤ A_j: no overflow
+        finite = np.maximum(suffix - tilted, 0.0)
         # Slack covers rounding of the sums (accumulated over the support) and of the losses themselves
         # (points within LOSS_ATOL of ε count).
-        near = self._suffix_mass[np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")]
         slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
         upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
         lower = np.maximum(finite * (1.0 - MASS_RTOL) - slack, 0.0) + self.infinity_mass * (1.0 - MASS_RTOL)
@@ -230,12 +250,28 @@ class PrivacyLossPair:
         values = [np.max(np.abs(d.losses)) for d in self.directions if d.support_size]
         return float(max(values, default=0.0))
 
-    def delta_bounds(self, epsilon: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Strict bounds on the single-round tight ``δ(ε) = max`` over both directions."""
-        bounds = [d.hockey_stick_bounds(epsilon) for d in self.directions]
+    def delta_bounds(self, epsilon: ArrayLike, *, cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Strict bounds on the single-round tight ``δ(ε) = max`` over both directions (``cache``: keep the
+        directions' suffix sums for later queries, see :meth:`LossDistribution.hockey_stick_bounds`)."""
+        bounds = [d.hockey_stick_bounds(epsilon, cache=cache) for d in self.directions]
         lower = np.max([b[0] for b in bounds], axis=0)
         upper = np.max([b[1] for b in bounds], axis=0)
         return lower, upper
+
+    def delta_upper(self, epsilon: ArrayLike) -> NDArray[np.float64]:
+        """Strict upper bounds on the single-round ``δ`` at finite ``ε``, from one sweep per direction
+        (:meth:`LossDistribution.hockey_stick_upper_sorted`) that keeps nothing: for the hundreds of pairs
+        a refined cover reads (:meth:`delta_bounds` keeps O(N) suffix sums per direction, doubling what a
+        pair holds).  O(N + K log K) for K points."""
+        eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
+        return infinity_apart(eps, lambda: (0.0, max(d._at_infinity()[1] for d in self.directions)), self._swept_upper)[1]
+
+    def _swept_upper(self, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(0, upper)`` at finite ε in any order (the sweep needs them ascending)."""
+        order = np.argsort(eps, kind="stable")
+        upper = np.empty(eps.shape)
+        upper[order] = np.max([d.hockey_stick_upper_sorted(eps[order]) for d in self.directions], axis=0)
+        return np.zeros(eps.shape), upper
 
     @classmethod
     def from_probability_mass_functions(

@@ -403,19 +403,38 @@ def test_single_round_queries_refine_the_cover_and_stay_sound():
         for a, b in ((P, Q), (Q, P)):
             worst = np.maximum(worst, np.maximum(a[None, :] - np.exp(grid)[:, None] * b[None, :], 0.0).sum(axis=1))
     refiner = coarse.certified_pld().terms[0].refiner
+    # Queries read the kept upper pairs without keeping their suffix sums (which doubled a refined cover's
+    # memory); only the few realisable pairs the lower end inverts keep theirs.
+    realisable = {id(p) for p in refiner.lower_pairs}
+    assert not any("_suffix_mass" in d.__dict__ for p in refiner.upper_pairs if id(p) not in realisable for d in p.directions)
     assert np.all(np.max([p.delta_bounds(grid)[1] for p in refiner.upper_pairs], axis=0) >= worst)
-    # ... and, as cells, exactly the datasets m = 0..(n-1)/2 (labels "m in [a, b]" or "m = a").
-    covered = []
-    for cell in refiner._cells:
-        ends = [int(x) for x in cell.label.replace("m in [", "").replace("m = ", "").rstrip("]").split(", ")]
-        covered.extend(range(ends[0], ends[-1] + 1))
-    assert sorted(covered) == list(range((n - 1) // 2 + 1))
-    # Without the refinement the same cover leaves a wider bracket (the test exercises it).
-    unrefined = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0)).certified_pld()
-    term = unrefined.terms[0]
-    assert term.refiner is not None  # no query yet: its pairs are the lattice cover's
-    wide = max(p.delta_bounds(np.array([0.2]))[1][0] for p in term.refiner.upper_pairs)
-    assert wide > first.upper
+
+
+def _refined_query(n: int, eps0: float, eps: float):
+    acc = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0))
+    refiner = acc.certified_pld().terms[0].refiner
+    cells, before = len(refiner._cells), len(refiner.lower_pairs)
+    return acc.get_delta_bounds(eps), refiner, cells, before
+
+
+def test_query_refinement_keeps_only_the_largest_revealed_datasets(monkeypatch):
+    """A query keeps at most _KEPT_MEMBERS of the datasets its splits reveal (they held a third of a refined
+    cover at n = 1e7; the cells of the others let go of them); the bracket is the one keeping them all."""
+    d, refiner, cells, before = _refined_query(1000, 0.5, 0.02)
+    assert len(refiner._cells) > cells + dominating._KEPT_MEMBERS  # more datasets revealed than kept
+    assert len(refiner.lower_pairs) <= before + dominating._KEPT_MEMBERS
+    monkeypatch.setattr(dominating, "_KEPT_MEMBERS", 10**6)
+    every, refiner, _, before = _refined_query(1000, 0.5, 0.02)
+    assert len(refiner.lower_pairs) > before + 16
+    assert (d.lower, d.upper) == (every.lower, every.upper)
+
+
+@pytest.mark.slow
+def test_refined_query_with_kept_datasets_brackets_the_exact_worst_case():
+    n, eps0, eps = 1000, 0.5, 0.02
+    members = [ref.pair_binary_rr(n, 1 / (math.exp(eps0) + 1), m) for m in range((n + 1) // 2)]
+    d = _refined_query(n, eps0, eps)[0]
+    assert d.lower <= ref.delta_ledger([("changing", members, 1)], eps) <= d.upper
 
 
 def test_single_round_certified_pld_pickles_with_its_refined_pairs():
