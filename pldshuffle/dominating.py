@@ -792,7 +792,9 @@ class QueryRefinement:
                 break
             if step % _MEMORY_CHECK_EVERY == 0:
                 self._keep_largest_revealed(eps, owners)
-                if self._held_bytes() > self._max_bytes:
+                # Stop before the splits up to the next check (two pairs each) could pass the budget.
+                held, pairs = self._held_bytes(), len(self.upper_pairs) + len(self.lower_pairs)
+                if held * (1.0 + 2.0 * _MEMORY_CHECK_EVERY / max(pairs, 1)) > self._max_bytes:
                     break
             children = self._cells[index].split()
             if not children:
