@@ -219,7 +219,7 @@ class CertifiedPLD:
         if not (math.isfinite(lower) and math.isfinite(lattice) and lower < lattice):
             return invert(self._upper, delta, upper=True)
         pairs = list(self._exact_pairs("upper"))
-        at_lower = _exact_bounds_each(pairs, lower)
+        at_lower = _exact_upper_each(pairs, lower)
         active = [p for p, v in zip(pairs, at_lower) if v > delta]
         while True:
             def curve(eps: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -230,7 +230,7 @@ class CertifiedPLD:
             if upper == lattice:  # the lattice curve's own answer: no pair is involved
                 return upper
             rest = [p for p in pairs if all(p is not q for q in active)]
-            late = [p for p, v in zip(rest, _exact_bounds_each(rest, upper)) if v > delta]
+            late = [p for p, v in zip(rest, _exact_upper_each(rest, upper)) if v > delta]
             if not late:
                 return upper
             active += late
@@ -479,7 +479,7 @@ def _exact_lower(pairs, eps: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.max([p.delta_bounds(eps)[0] for p in pairs], axis=0)
 
 
-def _exact_bounds_each(pairs, epsilon: float) -> list[float]:
+def _exact_upper_each(pairs, epsilon: float) -> list[float]:
     """Each pair's strict upper δ at one ε (one sweep, nothing kept: every pair of a cover is read here)."""
     eps = np.array([epsilon])
     return [float(p.delta_upper(eps)[0]) for p in pairs]

@@ -162,9 +162,9 @@ class LossDistribution:
         """Strict lower and upper bounds on ``H_{e^ε}`` of this direction (single round, no grid).
 
         Cost O(K log N) for K epsilons after the O(N) suffix sums built on the first query and kept; with
-        ``cache=False`` they are built for this call only, unless already kept (for pairs read once, such as
-        the hundreds a worst-case cover refines: keeping them doubled its memory).  At ``ε = inf`` only the
-        infinity mass is left (plus the truncated mass above).
+        ``cache=False`` (and none kept) each point sums its tail instead, O(N - j), keeping nothing: for
+        pairs read once, such as the hundreds a worst-case cover ranks (keeping the sums doubled its
+        memory).  At ``ε = inf`` only the infinity mass is left (plus the truncated mass above).
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         return infinity_apart(eps, self._at_infinity, lambda finite: self._finite_bounds(finite, cache))
@@ -259,10 +259,10 @@ class PrivacyLossPair:
         return lower, upper
 
     def delta_upper(self, epsilon: ArrayLike) -> NDArray[np.float64]:
-        """Strict upper bounds on the single-round ``δ`` at finite ``ε``, from one sweep per direction
-        (:meth:`LossDistribution.hockey_stick_upper_sorted`) that keeps nothing: for the hundreds of pairs
-        a refined cover reads (:meth:`delta_bounds` keeps O(N) suffix sums per direction, doubling what a
-        pair holds).  O(N + K log K) for K points."""
+        """Strict upper bounds on the single-round ``δ`` at each ``ε`` (at ``inf``, the mass at +∞), from one
+        sweep per direction (:meth:`LossDistribution.hockey_stick_upper_sorted`) that keeps nothing: for
+        the hundreds of pairs a refined cover reads (:meth:`delta_bounds` keeps O(N) suffix sums per
+        direction, doubling what a pair holds).  O(N + K log K) for K points."""
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         return infinity_apart(eps, lambda: (0.0, max(d._at_infinity()[1] for d in self.directions)), self._swept_upper)[1]
 

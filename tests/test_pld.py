@@ -76,3 +76,16 @@ def test_held_bytes_counts_the_support_and_the_sums_exact_queries_cache():
     assert d.held_bytes == 2 * 3 * 8
     d.hockey_stick_bounds(np.array([0.2]))
     assert d.held_bytes == 2 * 3 * 8 + 2 * 4 * 8
+
+
+def test_delta_upper_sweep_bounds_the_exact_delta_and_keeps_nothing():
+    """The one-sweep upper bound (any order of ε, inf included) lies above the exact δ of the pair and
+    within the slack of the cached bounds, and leaves no suffix sums on the pair."""
+    p, q = np.array([0.5, 0.3, 0.15, 0.05]), np.array([0.1, 0.2, 0.3, 0.4])
+    pair = ps.PrivacyLossPair.from_probability_mass_functions(p, q)
+    eps = np.array([1.0, 0.0, np.inf, 0.3, -0.5, 2.0])
+    swept = pair.delta_upper(eps)
+    assert not any("_suffix_mass" in d.__dict__ for d in pair.directions)
+    exact = [max(np.maximum(a - math.exp(e) * b, 0.0).sum() for a, b in ((p, q), (q, p))) if np.isfinite(e) else 0.0 for e in eps]
+    assert np.all(swept >= np.array(exact)) and np.all(swept <= np.array(exact) + 1e-8)
+    np.testing.assert_allclose(swept, pair.delta_bounds(eps)[1], rtol=1e-6, atol=1e-12)  # both slacks: ~1e-8
