@@ -335,8 +335,8 @@ def family_term(
     short = adaptive and count <= SHORT_LEDGER
     fine_cover = short or (adaptive and _block_rounds(count) == _LONG_BLOCK_ROUNDS)
     cover_tolerance = tolerance / 4 if short else tolerance / 2 if fine_cover else tolerance
-    # A single round's queries cache suffix sums on the kept pairs (as large as the pairs): the cover leaves
-    # them room, and its refinement by queries stays within max_bytes (QueryRefinement).
+    # A single round's cover leaves half the budget to the refinement at the queried points
+    # (QueryRefinement), which tightens far more per pair than splits over the whole lattice.
     cover_bytes = max_bytes / 2 if count == 1 else max_bytes
     kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=cover_bytes, report=report)
     kept = [p for c in kept_cells for p in _uppers(c)]
