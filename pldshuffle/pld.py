@@ -144,6 +144,18 @@ class LossDistribution:
         rounding = 1.0 + 8.0 * _U * (self.losses.size + eps.size + 2)
         return np.minimum((finite * rounding + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL), 1.0)
 
+    def hockey_stick_upper_swept(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Strict upper bounds on ``H_{e^ε}`` at ascending finite ``ε`` with the slack of
+        :meth:`hockey_stick_bounds` (the losses within ``LOSS_ATOL`` below ε enter a slack proportional to
+        their mass, rather than shifting ε as :meth:`hockey_stick_upper_sorted` does, which cost 2e-3 of ε
+        at ε ~ 1e-6), from one positive sweep and a transient suffix sum: nothing is kept.  O(N + K log N)."""
+        eps = np.asarray(epsilon, dtype=np.float64)
+        finite = profile_at_points(self.losses, self.masses, eps) * (1.0 + 8.0 * _U * (self.losses.size + eps.size + 2))
+        suffix = np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])
+        near = suffix[np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")]
+        slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
+        return np.minimum((finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack, 1.0)
+
     @property
     def finite_mass(self) -> float:
         """Total mass at finite losses."""
@@ -260,7 +272,7 @@ class PrivacyLossPair:
 
     def delta_upper(self, epsilon: ArrayLike) -> NDArray[np.float64]:
         """Strict upper bounds on the single-round ``δ`` at each ``ε`` (at ``inf``, the mass at +∞), from one
-        sweep per direction (:meth:`LossDistribution.hockey_stick_upper_sorted`) that keeps nothing: for
+        sweep per direction (:meth:`LossDistribution.hockey_stick_upper_swept`) that keeps nothing: for
         the hundreds of pairs a refined cover reads (:meth:`delta_bounds` keeps O(N) suffix sums per
         direction, doubling what a pair holds).  O(N + K log K) for K points."""
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
@@ -270,7 +282,7 @@ class PrivacyLossPair:
         """``(0, upper)`` at finite ε in any order (the sweep needs them ascending)."""
         order = np.argsort(eps, kind="stable")
         upper = np.empty(eps.shape)
-        upper[order] = np.max([d.hockey_stick_upper_sorted(eps[order]) for d in self.directions], axis=0)
+        upper[order] = np.max([d.hockey_stick_upper_swept(eps[order]) for d in self.directions], axis=0)
         return np.zeros(eps.shape), upper
 
     @classmethod
