@@ -219,15 +219,22 @@ class CertifiedPLD:
         if not (math.isfinite(lower) and math.isfinite(lattice) and lower < lattice):
             return invert(self._upper, delta, upper=True)
         pairs = list(self._exact_pairs("upper"))
-        at_lower = _exact_upper_each(pairs, lower)
-        active = [p for p, v in zip(pairs, at_lower) if v > delta]
+        # One coarse pass narrows the bracket to a 32nd, and the pairs to those above δ at its left end (the
+        # others stay at most δ beyond it; the check at the answer below still reads them): a refined cover
+        # keeps hundreds of pairs above δ at the lower end, each read per bisection step.
+        grid = np.linspace(lower, lattice, 33)
+        values = np.array([p.delta_upper(grid) for p in pairs])
+        passing = np.flatnonzero(np.minimum(self._lattice_upper(grid), values.max(axis=0)) <= delta)
+        k = int(passing[0]) if passing.size and passing[0] > 0 else 1
+        bracket = (float(grid[k - 1]), float(grid[k])) if passing.size and passing[0] > 0 else (lower, lattice)
+        active = [p for p, v in zip(pairs, values[:, k - 1]) if v > delta]
         while True:
             def curve(eps: NDArray[np.float64]) -> NDArray[np.float64]:
                 exact = _exact_upper(active, eps) if active else np.zeros(eps.shape)
                 return np.minimum(self._lattice_upper(eps), exact)
 
-            upper = invert(curve, delta, upper=True, bracket=(lower, lattice))
-            if upper == lattice:  # the lattice curve's own answer: no pair is involved
+            upper = invert(curve, delta, upper=True, bracket=bracket)
+            if upper == bracket[1] == lattice:  # the lattice curve's own answer: no pair is involved
                 return upper
             rest = [p for p in pairs if all(p is not q for q in active)]
             late = [p for p, v in zip(rest, _exact_upper_each(rest, upper)) if v > delta]

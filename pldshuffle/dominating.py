@@ -58,8 +58,8 @@ _HULL_EXP = 700.0
 _MAX_BLOCK_CELLS = 24
 #: Splits one single-round query may add to the cover.
 _QUERY_SPLITS = 800
-#: A query's refinement keeps this many of the datasets its splits reveal (as many as a single round's
-#: lower end inverts, ``pldshuffle.certified._LOWER_PAIRS``).
+#: A query's refinement reveals the datasets of this many of the cells then largest at its point (as many
+#: as a single round's lower end inverts, ``pldshuffle.certified._LOWER_PAIRS``).
 _KEPT_MEMBERS = 16
 #: Lattice points on which branch and bound compares profiles.
 _PROBES = 4097
@@ -784,14 +784,12 @@ class QueryRefinement:
             return max(float(p.delta_upper(eps)[0]) for p in _uppers(cell))
 
         values = [upper_of(c) for c in self._cells]
-        owners: dict[int, Cell] = {}  # the datasets the splits reveal, and the cells that built them
         for step in range(_QUERY_SPLITS):
             order = np.argsort(values)[::-1]
             index = next((int(i) for i in order if values[i] > threshold and not self._final(int(i))), None)
             if index is None:
                 break
             if step % _MEMORY_CHECK_EVERY == 0:
-                self._keep_largest_revealed(eps, owners)
                 # Stop before the splits up to the next check (two pairs each) could pass the budget.
                 held, pairs = self._held_bytes(), len(self.upper_pairs) + len(self.lower_pairs)
                 if held * (1.0 + 2.0 * _MEMORY_CHECK_EVERY / max(pairs, 1)) > self._max_bytes:
@@ -800,28 +798,19 @@ class QueryRefinement:
             if not children:
                 self._final_cells.add(id(self._cells[index]))
                 continue
-            for child in children:
-                for p in _lowers(child):
-                    if all(p is not q for q in self._members):
-                        self._members.append(p)
-                        owners[id(p)] = child
             self._cells[index : index + 1] = list(children)
             values[index : index + 1] = [upper_of(c) for c in children]
-        self._keep_largest_revealed(eps, owners)
-
-    def _keep_largest_revealed(self, eps: NDArray[np.float64], owners: dict[int, Cell]) -> None:
-        """Of the datasets revealed by this query's splits, keep the ``_KEPT_MEMBERS`` with the largest δ at
-        ``eps`` (the realisable end reads no more); the others' cells let go of them (rebuilt if asked
-        again), so their memory goes to further splits (they held a third of a refined cover)."""
-        revealed = [p for p in self._members if id(p) in owners]
-        if len(revealed) <= _KEPT_MEMBERS:
-            return
-        values = [float(p.delta_bounds(eps, cache=False)[0][0]) for p in revealed]
-        kept = {id(revealed[i]) for i in np.argsort(values)[::-1][:_KEPT_MEMBERS]}
-        dropped = {id(p) for p in revealed if id(p) not in kept}
-        for key in dropped:
-            owners.pop(key).release_lower()
-        self._members = [p for p in self._members if id(p) not in dropped]
+        # The realisable end reads the largest datasets: those of the cells now largest at ε, at most
+        # _KEPT_MEMBERS of them (revealing every split's datasets doubled the pairs built and held a third
+        # of a refined cover).
+        revealed = 0
+        for i in np.argsort(values)[::-1]:
+            if revealed >= _KEPT_MEMBERS:
+                break
+            for p in _lowers(self._cells[int(i)]):
+                if all(p is not q for q in self._members):
+                    self._members.append(p)
+                    revealed += 1
 
     def _final(self, index: int) -> bool:
         return id(self._cells[index]) in self._final_cells

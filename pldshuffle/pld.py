@@ -151,8 +151,11 @@ class LossDistribution:
         at ε ~ 1e-6), from one positive sweep and a transient suffix sum: nothing is kept.  O(N + K log N)."""
         eps = np.asarray(epsilon, dtype=np.float64)
         finite = profile_at_points(self.losses, self.masses, eps) * (1.0 + 8.0 * _U * (self.losses.size + eps.size + 2))
-        suffix = np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])
-        near = suffix[np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")]
+        starts = np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")
+        if eps.size <= 4:  # a few tail sums, or one transient suffix sum
+            near = np.array([float(np.sum(self.masses[j:])) for j in starts])
+        else:
+            near = np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])[starts]
         slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
         return np.minimum((finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack, 1.0)
 

@@ -418,8 +418,8 @@ def _refined_query(n: int, eps0: float, eps: float):
 
 
 def test_query_refinement_keeps_only_the_largest_revealed_datasets(monkeypatch):
-    """A query keeps at most _KEPT_MEMBERS of the datasets its splits reveal (they held a third of a refined
-    cover at n = 1e7; the cells of the others let go of them); the bracket is the one keeping them all."""
+    """A query reveals the datasets of at most _KEPT_MEMBERS cells (revealing every split's held a third of a
+    refined cover at n = 1e7); the bracket is the one revealing them all."""
     d, refiner, cells, before = _refined_query(1000, 0.5, 0.02)
     assert len(refiner._cells) > cells + dominating._KEPT_MEMBERS  # more datasets revealed than kept
     assert len(refiner.lower_pairs) <= before + dominating._KEPT_MEMBERS
