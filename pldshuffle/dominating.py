@@ -805,7 +805,8 @@ class QueryRefinement:
         # of a refined cover).
         revealed = 0
         for i in np.argsort(values)[::-1]:
-            if revealed >= _KEPT_MEMBERS:
+            held, pairs = self._held_bytes(), len(self.upper_pairs) + len(self.lower_pairs)
+            if revealed >= _KEPT_MEMBERS or held * (1.0 + 2.0 / max(pairs, 1)) > self._max_bytes:
                 break
             for p in _lowers(self._cells[int(i)]):
                 if all(p is not q for q in self._members):
