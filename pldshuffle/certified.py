@@ -225,9 +225,9 @@ class CertifiedPLD:
         grid = np.linspace(lower, lattice, 33)
         values = np.array([p.delta_upper(grid) for p in pairs])
         passing = np.flatnonzero(np.minimum(self._lattice_upper(grid), values.max(axis=0)) <= delta)
-        k = int(passing[0]) if passing.size and passing[0] > 0 else 1
-        bracket = (float(grid[k - 1]), float(grid[k])) if passing.size and passing[0] > 0 else (lower, lattice)
-        active = [p for p, v in zip(pairs, values[:, k - 1]) if v > delta]
+        k = int(passing[0]) if passing.size else 0  # the first grid point that passes
+        bracket = (float(grid[k - 1]), float(grid[k])) if k > 0 else (lower, lattice)
+        active = [p for p, v in zip(pairs, values[:, max(k, 1) - 1]) if v > delta]
         while True:
             def curve(eps: NDArray[np.float64]) -> NDArray[np.float64]:
                 exact = _exact_upper(active, eps) if active else np.zeros(eps.shape)

@@ -268,8 +268,8 @@ def realize(
     lambdas = CHERNOFF_LAMBDAS
     grid = np.concatenate([theta + lambdas, theta - lambdas, lambdas])
     # Rounded up: the MGFs' own rounding, that of log_scale (subtracted), and of the exponents formed below.
-    both = composed_log_mgf(factors, spacing, grid)
-    both = both + log_mgf_rounding(factors, spacing, grid) + float(log_mgf_rounding(factors, spacing, np.array([theta]))[0])
+    rounding = log_mgf_rounding(factors, spacing, np.append(grid, theta))  # the last entry: log_scale's
+    both = composed_log_mgf(factors, spacing, grid) + rounding[:-1] + rounding[-1]
     both = both + 4.0 * _U * (np.abs(both) + abs(log_scale) + np.abs(grid) * max(abs(lo_index), abs(lo_index + size)) * spacing)
     plus, minus, untilted_mgf = both[: lambdas.size] - log_scale, both[lambdas.size : 2 * lambdas.size] - log_scale, both[2 * lambdas.size :]
     support_lo, support_hi = composed_support(factors, spacing)

@@ -789,11 +789,9 @@ class QueryRefinement:
             index = next((int(i) for i in order if values[i] > threshold and not self._final(int(i))), None)
             if index is None:
                 break
-            if step % _MEMORY_CHECK_EVERY == 0:
-                # Stop before the splits up to the next check (two pairs each) could pass the budget.
-                held, pairs = self._held_bytes(), len(self.upper_pairs) + len(self.lower_pairs)
-                if held * (1.0 + 2.0 * _MEMORY_CHECK_EVERY / max(pairs, 1)) > self._max_bytes:
-                    break
+            # Stop before the splits up to the next check (two pairs each) could pass the budget.
+            if step % _MEMORY_CHECK_EVERY == 0 and not self._room_for(2 * _MEMORY_CHECK_EVERY, *self._usage()):
+                break
             children = self._cells[index].split()
             if not children:
                 self._final_cells.add(id(self._cells[index]))
@@ -803,15 +801,26 @@ class QueryRefinement:
         # The realisable end reads the largest datasets: those of the cells now largest at ε, at most
         # _KEPT_MEMBERS of them (revealing every split's datasets doubled the pairs built and held a third
         # of a refined cover).
+        known = {id(p) for p in self._members}
+        held, count = self._usage()
         revealed = 0
         for i in np.argsort(values)[::-1]:
-            held, pairs = self._held_bytes(), len(self.upper_pairs) + len(self.lower_pairs)
-            if revealed >= _KEPT_MEMBERS or held * (1.0 + 2.0 / max(pairs, 1)) > self._max_bytes:
+            if revealed >= _KEPT_MEMBERS or not self._room_for(2, held, count):
                 break
             for p in _lowers(self._cells[int(i)]):
-                if all(p is not q for q in self._members):
+                if id(p) not in known:
                     self._members.append(p)
-                    revealed += 1
+                    known.add(id(p))
+                    revealed, held, count = revealed + 1, held + _pairs_bytes([p]), count + 1
+
+    def _usage(self) -> tuple[int, int]:
+        """Bytes and number of the pairs held.  O(pairs)."""
+        return self._held_bytes(), len(self.upper_pairs) + len(self.lower_pairs)
+
+    def _room_for(self, pairs: int, held: int, count: int) -> bool:
+        """Whether ``pairs`` more pairs the size of the average of ``count`` held ones (``held`` bytes)
+        stay within the budget."""
+        return held * (1.0 + pairs / max(count, 1)) <= self._max_bytes
 
     def _final(self, index: int) -> bool:
         return id(self._cells[index]) in self._final_cells

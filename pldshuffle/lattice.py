@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from dataclasses import dataclass, field, replace
@@ -137,7 +138,7 @@ def compose_infinity(parts: list[tuple[LatticeDirection, int]], *, upper: bool) 
     for d, n in parts:
         masses = d.masses.tolist()
         finite, infinity = math.fsum(masses), d.infinity
-        residual = math.fsum(masses + [-finite])  # Σ masses - finite, to a relative u
+        residual = math.fsum(itertools.chain(masses, (-finite,)))  # Σ masses - finite, to a relative u
         if finite + infinity <= 0.0:
             return 0.0
         log_total += n * math.log(finite + infinity)

@@ -148,16 +148,10 @@ class LossDistribution:
         """Strict upper bounds on ``H_{e^ε}`` at ascending finite ``ε`` with the slack of
         :meth:`hockey_stick_bounds` (the losses within ``LOSS_ATOL`` below ε enter a slack proportional to
         their mass, rather than shifting ε as :meth:`hockey_stick_upper_sorted` does, which cost 2e-3 of ε
-        at ε ~ 1e-6), from one positive sweep and a transient suffix sum: nothing is kept.  O(N + K log N)."""
+        at ε ~ 1e-6), from one positive sweep and transient tail sums: nothing is kept.  O(N + K log N)."""
         eps = np.asarray(epsilon, dtype=np.float64)
         finite = profile_at_points(self.losses, self.masses, eps) * (1.0 + 8.0 * _U * (self.losses.size + eps.size + 2))
-        starts = np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")
-        if eps.size <= 4:  # a few tail sums, or one transient suffix sum
-            near = np.array([float(np.sum(self.masses[j:])) for j in starts])
-        else:
-            near = np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])[starts]
-        slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
-        return np.minimum((finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack, 1.0)
+        return self._upper_with_slack(finite, eps, keep=False)[0]
 
     @property
     def finite_mass(self) -> float:
@@ -188,34 +182,44 @@ class LossDistribution:
         upper = (self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL)
         return self.infinity_mass * (1.0 - MASS_RTOL), min(upper, 1.0)
 
-    def _tail_sums(self, j: NDArray[np.intp], keep: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``A_j = Σ_{i≥j} ω_i`` and ``log B_j = log Σ_{i≥j} ω_i e^{-s_i}`` at the given indices, from the
-        suffix sums (built and kept with ``keep``) or, if none are kept, from the tails themselves
-        (O(N - j) each: the tails a query reads are short), scaled by their largest ``e^{-s}`` so nothing
-        overflows."""
+    def _mass_above(self, j: NDArray[np.intp], keep: bool) -> NDArray[np.float64]:
+        """``A_j = Σ_{i≥j} ω_i`` at the given indices: from the suffix sums (built and kept with ``keep``),
+        else from a few tails or one transient suffix sum."""
         if keep or "_suffix_mass" in self.__dict__:
-            return self._suffix_mass[j], self._log_suffix_tilted[j]
-        mass, log_tilted = np.zeros(j.shape), np.full(j.shape, -np.inf)
+            return self._suffix_mass[j]
+        if j.size <= 4:
+            return np.array([float(np.sum(self.masses[start:])) for start in j.flat]).reshape(j.shape)
+        return np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])[j]
+
+    def _log_tilted_above(self, j: NDArray[np.intp], keep: bool) -> NDArray[np.float64]:
+        """``log B_j = log Σ_{i≥j} ω_i e^{-s_i}`` at the given indices: from the suffix sums (built and kept
+        with ``keep``), else from the tails themselves (O(N - j) each), scaled by their largest ``e^{-s}`` so
+        nothing overflows."""
+        if keep or "_suffix_mass" in self.__dict__:
+            return self._log_suffix_tilted[j]
+        log_tilted = np.full(j.shape, -np.inf)
         for k, start in enumerate(j.flat):
             if start < self.losses.size:
-                tail = self.masses[start:]
-                mass.flat[k] = float(np.sum(tail))
-                with np.errstate(divide="ignore"):
-                    log_tilted.flat[k] = math.log(float(np.sum(tail * np.exp(self.losses[start] - self.losses[start:])))) - self.losses[start]
-        return mass, log_tilted
+                scaled = self.masses[start:] * np.exp(self.losses[start] - self.losses[start:])
+                log_tilted.flat[k] = math.log(float(np.sum(scaled))) - self.losses[start]
+        return log_tilted
+
+    def _upper_with_slack(self, finite: NDArray[np.float64], eps: NDArray[np.float64], keep: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(upper, slack)`` from the finite part of ``H`` at ``eps``: the slack covers rounding of the sums
+        (accumulated over the support) and of the losses themselves (the mass within ``LOSS_ATOL`` below ε
+        counts), and the upper end books the masses at +∞ and their ``MASS_RTOL``."""
+        near = self._mass_above(np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right"), keep)
+        slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
+        upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
+        return np.minimum(upper, 1.0), slack
 
     def _finite_bounds(self, eps: NDArray[np.float64], cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         j = np.searchsorted(self.losses, eps, side="right")
-        j_near = np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right")
-        (suffix, log_suffix_tilted), (near, _) = self._tail_sums(j, cache), self._tail_sums(j_near, cache)
-        tilted = np.exp(eps + log_suffix_tilted)  # ≤ A_j: no overflow
-        finite = np.maximum(suffix - tilted, 0.0)
-        # Slack covers rounding of the sums (accumulated over the support) and of the losses themselves
-        # (points within LOSS_ATOL of ε count).
-        slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
-        upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
+        tilted = np.exp(eps + self._log_tilted_above(j, cache))  # ≤ A_j: no overflow
+        finite = np.maximum(self._mass_above(j, cache) - tilted, 0.0)
+        upper, slack = self._upper_with_slack(finite, eps, cache)
         lower = np.maximum(finite * (1.0 - MASS_RTOL) - slack, 0.0) + self.infinity_mass * (1.0 - MASS_RTOL)
-        return lower, np.minimum(upper, 1.0)
+        return lower, upper
 
 
 def infinity_apart(
