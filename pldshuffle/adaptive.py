@@ -41,6 +41,8 @@ from .lattice import LatticeDirection, profile_at
 __all__ = ["adaptive_lower_profile", "adaptive_profile", "adaptive_window_size"]
 
 _ETA = 8.0 * _U
+#: Points where the bound is below this do not count towards an option's usage (immaterial tails).
+_USAGE_FLOOR = 1e-30
 #: Largest exponent of a tilt factor ``e^{±θx}`` a tilt may need on the window (else it is skipped).
 _MAX_EXPONENT = 600.0
 
@@ -89,6 +91,7 @@ def adaptive_profile(
     tilts: Sequence[float],
     fft_backend: str = "auto",
     infinity: float = 0.0,
+    usage: NDArray[np.float64] | None = None,
 ) -> list[NDArray[np.float64]]:
     """Upper bounds on ``G_b(z_j)`` (module notes) at the lattice points ``j = lo .. hi``, one array for each
     ``b`` in ``rounds``.
@@ -116,6 +119,10 @@ def adaptive_profile(
         As :func:`pldshuffle.fft.get_backend`.
     infinity : float
         ``I``, at least every option's mass at ``+∞`` (raised to theirs if lower).
+    usage : ndarray, optional
+        One entry per option, incremented by the number of window points (bound above ``_USAGE_FLOOR``)
+        at which the option attains the bound, summed over the rounds: which options the adversary's best
+        choice uses (:func:`pldshuffle.dominating._adaptive_terms` splits the groups used most).
 
     The masses at ``+∞`` are carried as a constant: ``G_j ≤ F_j + j·I`` with ``F_j`` the recursion over the
     finite parts (``E_o[G(x-L)] ≤ E_o[F(x-L); L < ∞] + (j-1)·I + I``), since a constant in the tilted frame
@@ -149,18 +156,25 @@ def adaptive_profile(
         ext[:left] = rest[0] * np.exp((np.arange(left) - left) * spacing) * (1.0 + 4.0 * _U)
         ext[left + rest.size : left + rest.size + right] = beyond
         best = np.full(x.size, np.inf)
+        argbest = np.full(x.size, -1, dtype=np.int64)  # the option attaining ``best`` (-1: none above 0)
         for theta, kernels, own_tilted in frames:
             w = ext * np.exp(theta * x_ext) * (1.0 + 4.0 * _U) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
             worst = np.zeros(x.size)
-            for (k_spec, k1, k_err, shift), own_o in zip(kernels, own_tilted):
+            chosen = np.full(x.size, -1, dtype=np.int64)
+            for index, ((k_spec, k1, k_err, shift), own_o) in enumerate(zip(kernels, own_tilted)):
                 out = backend.irfft(spectrum * k_spec, size)
                 err = _correlation_error(norms, k1, k_err, size)
                 # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                 # within ``err`` of the exact correlation.
-                max_shifted_sum(worst, out, left - shift, own_o, err)
+                max_shifted_sum(worst, out, left - shift, own_o, err, chosen, index)
             # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).
-            np.minimum(best, worst * np.exp(-theta * x) * (1.0 + 16.0 * _U), out=best)
+            value = worst * np.exp(-theta * x) * (1.0 + 16.0 * _U)
+            argbest[value < best] = chosen[value < best]
+            np.minimum(best, value, out=best)
+        if usage is not None:
+            counted = argbest[(argbest >= 0) & (best > _USAGE_FLOOR)]
+            usage += np.bincount(counted, minlength=usage.size)[: usage.size]
         upper = np.minimum.accumulate(np.minimum(best, 1.0))
         if j in wanted:
             # (j-1)·I is carried through an option's finite mass, at most 1 + MASS_RTOL: the 1e-6 covers it.

@@ -39,17 +39,34 @@ def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[N
 
 
 @_jit()
-def _max_shifted_sum(worst: np.ndarray, values: np.ndarray, offset: int, add: np.ndarray, scalar: float) -> None:  # pragma: no cover - jitted
+def _max_shifted_sum(
+    worst: np.ndarray, values: np.ndarray, offset: int, add: np.ndarray, scalar: float, chosen: np.ndarray, index: int
+) -> None:  # pragma: no cover - jitted
+    track = chosen.size > 0
     for j in range(worst.size):
         v = values[offset + j] + add[j] + scalar
         if v > worst[j]:
             worst[j] = v
+            if track:
+                chosen[j] = index
 
 
-def max_shifted_sum(worst: NDArray[np.float64], values: NDArray[np.float64], offset: int, add: NDArray[np.float64], scalar: float) -> None:
-    """``worst[j] = max(worst[j], values[offset + j] + add[j] + scalar)`` in place, in one pass (O(m))."""
+_NOT_TRACKED = np.empty(0, dtype=np.int64)
+
+
+def max_shifted_sum(
+    worst: NDArray[np.float64],
+    values: NDArray[np.float64],
+    offset: int,
+    add: NDArray[np.float64],
+    scalar: float,
+    chosen: NDArray[np.int64] | None = None,
+    index: int = 0,
+) -> None:
+    """``worst[j] = max(worst[j], values[offset + j] + add[j] + scalar)`` in place, in one pass (O(m)); where
+    it raises ``worst[j]``, ``chosen[j] = index`` (when ``chosen`` is given)."""
     _compiled()
-    _max_shifted_sum(worst, values, int(offset), add, float(scalar))
+    _max_shifted_sum(worst, values, int(offset), add, float(scalar), _NOT_TRACKED if chosen is None else chosen, int(index))
 
 
 @_jit()
