@@ -3,7 +3,9 @@
 Each entry becomes one or more terms on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
 are composed and realised at once.  With an automatic spacing, a composition that would exceed the memory
 cap is retried on a coarser lattice (spacing grown by the estimated shortfall, 1.1× to 2× per try, at most
-``COARSENINGS`` times); one that even those tries could not fit is refused at once.
+``COARSENINGS`` times); one that even those tries could not fit is refused at once.  Each try first probes
+the ledger with its representative pairs (:func:`_probe`), so that a lattice far too fine is coarsened
+before any term is built.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from functools import cache
 from typing import Any
 
 from .certified import CertifiedPLD, MemoryBudgetError
-from .dominating import family_term
+from .dominating import MAX_WITNESSES, family_term
+from .lattice import Term, lower_direction, upper_direction
 from .mechanisms.base import PairFamily, ShuffleMechanism
 
 __all__ = ["COARSENINGS", "build_ledger"]
@@ -65,6 +68,8 @@ def build_ledger(
     """
     for attempt in range(COARSENINGS + 1):
         try:
+            if coarsen:
+                _probe(entries, family, spacing, options)
             return _build(entries, family, spacing, tolerance, options, report)
         except MemoryBudgetError as exc:
             if not coarsen or attempt == COARSENINGS:
@@ -82,6 +87,39 @@ def build_ledger(
             spacing *= min(max(1.05 * shortfall, 1.1), 2.0)
             report(f"coarsening the lattice to Δ={spacing:.3g} to fit max_memory_bytes")
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+#: The probe refuses a lattice only where its estimate exceeds the cap by this factor (it may err either way
+#: by a little: its windows are the representative pairs', not the ledger's terms').
+PROBE_SLACK = 1.25
+
+
+def _probe(
+    entries: Sequence[tuple[tuple[ShuffleMechanism, bool], int]],
+    family: Callable[[ShuffleMechanism], PairFamily],
+    spacing: float,
+    options: dict[str, Any],
+) -> None:
+    """Raise :class:`MemoryBudgetError` where the ledger with each entry's representative pair (its family's
+    first upper pair) in place of its terms already needs ``PROBE_SLACK`` times the memory cap, before any
+    term is built: the terms dominate those pairs, so their windows are at least as wide, and building them
+    first cost seconds per try (2RR n = 300, ε0 = 4, 1e6 rounds: four tries of 18 s on the way to its Δ).
+    Cost: one discretisation per entry and the windows' Chernoff bounds."""
+    if not entries:
+        return
+    terms = []
+    for (mechanism, _), count in entries:
+        fam = family(mechanism)
+        directions = [d.discretize(spacing) for d in fam.upper[0].directions]
+        # As many lower witnesses as the ledger's term may hold (each composes in windows of its own).
+        witnesses = 1 if fam.cells is None and len(fam.upper) == 1 else MAX_WITNESSES
+        lower = tuple(lower_direction(d) for d in directions)
+        terms.append(Term(tuple(upper_direction(d) for d in directions), (lower,) * witnesses, count))
+    try:
+        CertifiedPLD(spacing, tuple(terms), **options).check_budget()
+    except MemoryBudgetError as exc:
+        if not exc.needed <= PROBE_SLACK * exc.budget:
+            raise
 
 
 def _build(

@@ -323,7 +323,7 @@ class CertifiedPLD:
 
     def _composites(self, part: str) -> list[Composite]:
         if "upper" not in self._cache and "lower" not in self._cache:
-            self._check_budget()
+            self.check_budget()
         if part not in self._cache:
             self._cache[part] = self._realize_upper() if part == "upper" else self._realize_lower()
         return self._cache[part]
@@ -398,7 +398,7 @@ class CertifiedPLD:
         self._cache[key] = plans
         return plans
 
-    def _check_budget(self) -> None:
+    def check_budget(self) -> None:
         """Refuse, before realising anything, a composition whose windows together exceed the memory cap."""
         sizes = [size for part in ("upper", "lower") for *_, windows in self._windows(part) for _, _, size in windows]
         if sizes:

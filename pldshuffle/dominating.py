@@ -42,7 +42,7 @@ from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily
 from .pld import MASS_RTOL, PrivacyLossPair
 from .spacing import SHORT_LEDGER
 
-__all__ = ["envelope", "family_term"]
+__all__ = ["MAX_WITNESSES", "envelope", "family_term"]
 
 #: Branch and bound splits a cell while its profile exceeds the realisable envelope by this (relative).
 _CELL_TOLERANCE = 1e-3
@@ -63,7 +63,8 @@ _QUERY_SPLITS = 800
 _KEPT_MEMBERS = 16
 #: Lattice points on which branch and bound compares profiles.
 _PROBES = 4097
-_WITNESSES = 6
+#: Lower witnesses of a family's terms (at most).
+MAX_WITNESSES = 6
 #: Rounds of one adaptive block (the recursion costs time linear in them; blocks compose like measures).
 _BLOCK_ROUNDS = 64
 #: Ledgers holding at least ``_LONG_BLOCKS`` blocks of ``_LONG_BLOCK_ROUNDS`` rounds use those (see
@@ -393,7 +394,7 @@ def family_term(
         except _HullOutOfRange:  # the changing-data terms hold for the same data too (on the same cover)
             return changing_data_terms()
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
-        picks = list(dict.fromkeys(block_witnesses[: _WITNESSES // 2] + witnesses))[:_WITNESSES]
+        picks = list(dict.fromkeys(block_witnesses[: MAX_WITNESSES // 2] + witnesses))[:MAX_WITNESSES]
         return (Term((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
     if count > 1:  # the exact pairs only serve a single round
         return changing_data_terms()
@@ -721,8 +722,8 @@ def _greatest_convex_minorant(values: NDArray[np.float64], total: float, lo: int
 
 
 def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:
-    """The first ``_WITNESSES`` realisable pairs as lower lattice measures (both orders each; :func:`lower_direction`)."""
-    return tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in pairs[:_WITNESSES])
+    """The first ``MAX_WITNESSES`` realisable pairs as lower lattice measures (both orders each; :func:`lower_direction`)."""
+    return tuple(tuple(lower_direction(d.discretize(spacing)) for d in p.directions) for p in pairs[:MAX_WITNESSES])
 
 
 def _cover(
@@ -970,7 +971,7 @@ def _witnesses(
     serve the exact single-round evaluation).
 
     Greedy cover of the realisable envelope: first the member attaining it at ε = 0 (it drives many-round
-    compositions), then, up to ``_WITNESSES``, the member that raises the mean log-ratio of the witnesses'
+    compositions), then, up to ``MAX_WITNESSES``, the member that raises the mean log-ratio of the witnesses'
     envelope to the realisable one most, over the lattice points where that is material (≥ 1e-15),
     until it is within ``_WITNESS_TOLERANCE`` everywhere there.
     """
@@ -982,7 +983,7 @@ def _witnesses(
     with np.errstate(divide="ignore"):
         log_ratio = np.log(stack[:, material]) - np.log(best[material])  # ≤ 0, -inf where a member is 0
     cover = log_ratio[picks[0]]
-    while len(picks) < _WITNESSES and cover.size and cover.min() < math.log1p(-_WITNESS_TOLERANCE):
+    while len(picks) < MAX_WITNESSES and cover.size and cover.min() < math.log1p(-_WITNESS_TOLERANCE):
         score = np.mean(np.maximum(cover, log_ratio).clip(min=-50.0), axis=1)
         score[picks] = -math.inf
         picks.append(int(np.argmax(score)))

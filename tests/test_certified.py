@@ -364,6 +364,22 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
     assert peak < 2**28  # nothing near the ~13 GiB the composition needs was allocated
 
 
+def test_the_memory_probe_coarsens_before_any_term_is_built(monkeypatch):
+    """A lattice on which even the ledger's representative pairs do not fit is coarsened before the terms
+    (seconds each for adaptive blocks) are built: a single pair is built once, on the final lattice."""
+    import pldshuffle._build as build
+
+    spacings = []
+    family_term = build.family_term
+    monkeypatch.setattr(build, "family_term", lambda fam, spacing, *args, **kwargs: spacings.append(spacing) or family_term(fam, spacing, *args, **kwargs))
+    messages: list[str] = []
+    acc = ps.FourierAccountant(max_memory_bytes=2**26, progress=messages.append).compose(ps.ShuffledBinaryRR(50, 2.0, dataset="khh21"), 3000)
+    bounds = acc.get_epsilon_bounds(1e-6)
+    assert len(spacings) == 1 and spacings[0] == acc.certified_pld().spacing
+    assert sum("coarsening" in m for m in messages) >= 1
+    assert bounds.lower <= bounds.upper < math.inf
+
+
 def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
     """A composition 10 % over the cap is retried at about 1.1× the spacing, not 2× (which made a 1e5-round
     2RR ledger 2e-3 looser than it fits); a far larger one doubles at a time; one the tries left cannot fit
