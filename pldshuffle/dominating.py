@@ -71,10 +71,10 @@ _BLOCK_ROUNDS = 64
 #: :func:`_block_rounds`).
 _LONG_BLOCK_ROUNDS = 256
 _LONG_BLOCKS = 4
-#: Ledgers of at least ``_LONG_BLOCK_ROUNDS`` rounds also use those blocks where the shorter block lowers
-#: ε(δ) below the composed envelope's by at least this (relative, at some δ in [1e-15, 0.5]; see
-#: :func:`_adaptive_terms`), and blocks of ``_MAX_BLOCK_ROUNDS`` where a block of ``_LONG_BLOCK_ROUNDS``
-#: gains four times as much (each step costs four times the time).
+#: Where a block lowers ε(δ) below the composed envelope's by at least this (relative, at some δ in
+#: [1e-15, 0.5]; times ``b/_BLOCK_ROUNDS`` for a block of ``b`` rounds, as the next block costs that much
+#: more), a longer ledger is redone in blocks of ``_LONG_BLOCK_ROUNDS`` rounds (from 64), then of
+#: ``_MAX_BLOCK_ROUNDS`` (from 256), or of all its rounds if fewer (see :func:`_adaptive_terms`).
 _LONG_BLOCK_GAIN = 1e-2
 _MAX_BLOCK_ROUNDS = 1024
 #: A same-data block composes each member of its cover ``count`` times on a lattice this many times coarser
@@ -432,12 +432,12 @@ def _adaptive_terms(
 
     Where the block gains much over the composed envelope (``_LONG_BLOCK_GAIN`` in ε, read off a recursion
     on the screening lattice), every composition of
-    blocks gives much of it up again (it takes the maximum over the orders), so a ledger of at least
-    ``_LONG_BLOCK_ROUNDS`` rounds is redone in blocks of that length, with the runs (``split``) the shorter
-    block chose, and one of at least ``_MAX_BLOCK_ROUNDS`` in blocks of that length where the longer block
+    blocks gives much of it up again (it takes the maximum over the orders), so a longer ledger is redone
+    in blocks of ``_LONG_BLOCK_ROUNDS`` rounds (or all its rounds, if fewer), with the runs (``split``) the
+    shorter block chose, and then in blocks of ``_MAX_BLOCK_ROUNDS`` (or all) where the 256-round block
     gains four times as much (2RR n = 300, ε0 = 2, 1000 rounds, δ = 1e-6: gap 3.6 → 1.0 ‰ in 3.9 → 9 s;
-    n = 100, ε0 = 2, 1e4 rounds: 3.1 → 1.4 ‰ in 6.6 → 20 s; the year of n = 1e6 gains 3e-4 from its block
-    and keeps 64 rounds).
+    n = 100, ε0 = 2, 1e4 rounds: 3.1 → 1.3 ‰ in 6.6 → 24 s; n = 20, ε0 = 3, 130 rounds as one block;
+    the year of n = 1e6 gains 3e-4 from its block and keeps 64 rounds).
     Cost: ``b × tilts × (choices + 1)`` FFTs of the window, plus the screening passes of the splits.
     """
     if up.finite_mass <= 0.0:
@@ -495,8 +495,8 @@ def _adaptive_terms(
                                 up.infinity, limit)
     elif len(split) <= limit:  # (else the even runs: any runs cover every unit)
         runs = split
-    longer = [b for b in (_LONG_BLOCK_ROUNDS, _MAX_BLOCK_ROUNDS) if rounds < b <= count]
-    if longer:
+    longer = min(count, _LONG_BLOCK_ROUNDS if rounds < _LONG_BLOCK_ROUNDS else _MAX_BLOCK_ROUNDS)
+    if longer > rounds:
         # The block's gain over the composed envelope, from a recursion on the screening lattice (coarser, so
         # at most the fine one's gain): where it is large, so is what composing blocks gives up.
         coarse_hi = -(-end // screen)
@@ -507,7 +507,7 @@ def _adaptive_terms(
         inside = (position >= 0) & (position <= size_b)
         at = envelope_b[position[inside]]
         if _epsilon_gain(at, np.minimum(at, coarse[inside]), (position[inside] + lo_b) * spacing) >= _LONG_BLOCK_GAIN * rounds / _BLOCK_ROUNDS:
-            terms = _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer[0], split=runs)
+            terms = _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer, split=runs)
             if terms is not None:
                 return terms
     choices = [choice(r, factor) for r in runs]

@@ -88,6 +88,7 @@ def test_blocks_of_unequal_length_cover_the_exact_adaptive_worst_case(block, lon
     monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", block)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", long_block)
     monkeypatch.setattr(dominating, "_LONG_BLOCKS", 2)
+    monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", math.inf)  # the block lengths as patched
     n, eps0 = 2 if rounds > 3 else 4, 2.0  # the exact recursion is exponential in the rounds
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
@@ -206,13 +207,14 @@ def test_few_users_meet_the_short_ledger_target():
     assert b.lower <= b.upper and (b.upper - b.lower) / b.upper <= 1e-3, b
 
 
-@pytest.mark.parametrize("gain, blocks", [(0.0, (2, 1)), (math.inf, (1,))])
-def test_blocks_grow_where_the_short_block_gains_much(gain, blocks, monkeypatch):
-    """Where the block gains at least _LONG_BLOCK_GAIN over the composed envelope, a ledger of at least
-    _LONG_BLOCK_ROUNDS rounds is redone in those blocks (patched: 1 → 2 rounds, 3 = 2 + 1), with the runs the
-    short block chose; either way above the exact adaptive worst case."""
+@pytest.mark.parametrize("gain, blocks, longest", [(0.0, (2, 1), 2), (0.0, (3,), 1024), (math.inf, (1,), 2)])
+def test_blocks_grow_where_the_short_block_gains_much(gain, blocks, longest, monkeypatch):
+    """Where the block gains at least _LONG_BLOCK_GAIN over the composed envelope, a longer ledger is redone
+    in longer blocks (patched: 1 → 2 rounds, 3 = 2 + 1; then up to _MAX_BLOCK_ROUNDS or the whole ledger),
+    with the runs the short block chose; either way above the exact adaptive worst case."""
     monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 1)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", 2)
+    monkeypatch.setattr(dominating, "_MAX_BLOCK_ROUNDS", longest)
     monkeypatch.setattr(dominating, "_LONG_BLOCKS", 100)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", gain)
     n, eps0, rounds = 4, 2.0, 3
