@@ -107,7 +107,7 @@ _SPLIT_SHARE = 0.5
 #: 365 rounds gains 4e-5 from the first splits and would pay 1.3 s for them).
 _SPLIT_GAIN = 1e-4
 #: δ levels at which the adaptive recursion's frames are tilted (:func:`_profile_tilts`).
-_RECURSION_TILT_DELTAS = (1e-4, 1e-8, 1e-12, 1e-16)
+_RECURSION_TILT_DELTAS = (1e-4, 1e-10, 1e-16)
 #: The recursion's window ends where the composed envelope's profile falls below this.
 _ADAPTIVE_FLOOR = 1e-30
 #: Largest rounds × tilts × choices × window points of one recursion (about 10 s).
