@@ -105,7 +105,7 @@ def _probe(
     term is built: the terms dominate those pairs, so their windows are at least as wide, and building them
     first cost seconds per try (2RR n = 300, ε0 = 4, 1e6 rounds: four tries of 18 s on the way to its Δ).
     Cost: one discretisation per entry and the windows' Chernoff bounds."""
-    if not entries:
+    if sum(count for _, count in entries) <= 1:  # nothing composed: no window to size
         return
     terms = []
     for (mechanism, _), count in entries:

@@ -433,14 +433,14 @@ def _adaptive_terms(
     envelope composed ``b`` times, at every point, and the block's measure is the convex minorant of the
     minimum of the two (:func:`_convex_minorant`), never looser than the composed envelope.
 
-    Where the block gains much over the composed envelope (``_LONG_BLOCK_GAIN`` in ε, read off a recursion
-    on the screening lattice), every composition of
+    Where the block gains much over the composed envelope (``_LONG_BLOCK_GAIN`` in ε), every composition of
     blocks gives much of it up again (it takes the maximum over the orders), so a longer ledger is redone
     in blocks of ``_LONG_BLOCK_ROUNDS`` rounds (or all its rounds, if fewer), with the runs (``split``) the
     shorter block chose, and then in blocks of ``_MAX_BLOCK_ROUNDS`` (or all) where the 256-round block
-    gains four times as much (2RR n = 300, ε0 = 2, 1000 rounds, δ = 1e-6: gap 3.6 → 1.0 ‰ in 3.9 → 9 s;
-    n = 100, ε0 = 2, 1e4 rounds: 3.1 → 1.3 ‰ in 6.6 → 24 s; n = 20, ε0 = 3, 130 rounds as one block;
-    the year of n = 1e6 gains 3e-4 from its block and keeps 64 rounds).
+    gains four times as much; the longer block's recursion is bounded by the shorter blocks composed
+    (``base``) in place of the per-round envelope, so it is never looser than them (2RR n = 300, ε0 = 2,
+    1000 rounds, δ = 1e-6: gap 3.6 → 1.0 ‰ in 3.9 → 10 s; n = 20, ε0 = 3, 130 rounds as one block; the year
+    of n = 1e6 gains 4e-4 from its block and keeps 64 rounds).  Frames: :func:`_profile_tilts`.
     Cost: ``b × tilts × (choices + 1)`` FFTs of the window, plus the screening passes of the splits.
     """
     if up.finite_mass <= 0.0:
