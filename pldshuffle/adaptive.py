@@ -156,12 +156,13 @@ def adaptive_profile(
         ext[:left] = rest[0] * np.exp((np.arange(left) - left) * spacing) * (1.0 + 4.0 * _U)
         ext[left + rest.size : left + rest.size + right] = beyond
         best = np.full(x.size, np.inf)
-        argbest = np.full(x.size, -1, dtype=np.int64)  # the option attaining ``best`` (-1: none above 0)
+        # The option attaining ``best`` (-1: none above 0), tracked only where ``usage`` is asked for.
+        argbest = np.full(x.size if usage is not None else 0, -1, dtype=np.int64)
         for theta, kernels, own_tilted in frames:
             w = ext * np.exp(theta * x_ext) * (1.0 + 4.0 * _U) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
             worst = np.zeros(x.size)
-            chosen = np.full(x.size, -1, dtype=np.int64)
+            chosen = np.full(argbest.size, -1, dtype=np.int64)  # empty: the kernel tracks nothing
             for index, ((k_spec, k1, k_err, shift), own_o) in enumerate(zip(kernels, own_tilted)):
                 out = backend.irfft(spectrum * k_spec, size)
                 err = _correlation_error(norms, k1, k_err, size)
@@ -170,7 +171,9 @@ def adaptive_profile(
                 max_shifted_sum(worst, out, left - shift, own_o, err, chosen, index)
             # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).
             value = worst * np.exp(-theta * x) * (1.0 + 16.0 * _U)
-            argbest[value < best] = chosen[value < best]
+            if usage is not None:
+                improved = value < best
+                argbest[improved] = chosen[improved]
             np.minimum(best, value, out=best)
         if usage is not None:
             counted = argbest[(argbest >= 0) & (best > _USAGE_FLOOR)]

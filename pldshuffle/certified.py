@@ -26,6 +26,7 @@ enforced by clipping one against the other.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -461,12 +462,18 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     # Small losses need large θ (≈ 450 at ε ≈ 0.09, 7e5 at ε ≈ 5e-5); ~23 candidates per decade.
     thetas = np.geomspace(1e-2, CHERNOFF_LAMBDAS[-1], 208)
     log_m = composed_log_mgf(factors, spacing, thetas)
-    tilts = [0.0]
     long = sum(n for _, n in combo) > _LONG_LEDGER
-    for delta in ((_LONG_TILT_DELTA,) if long else ()) + _TILT_DELTAS:
-        theta = float(thetas[int(np.argmin((log_m - math.log(delta)) / thetas))])
+    levels = ((_LONG_TILT_DELTA,) if long else ()) + _TILT_DELTAS
+    return distinct_tilts(float(thetas[int(np.argmin((log_m - math.log(delta)) / thetas))]) for delta in levels)
+
+
+def distinct_tilts(candidates: Iterable[float]) -> list[float]:
+    """θ = 0 and each candidate (in order) above 1.4 times the last one kept: frames closer than that add
+    FFTs without lowering the round-off bound much."""
+    tilts = [0.0]
+    for theta in candidates:
         if theta > 1.4 * tilts[-1]:
-            tilts.append(theta)
+            tilts.append(float(theta))
     return tilts
 
 
