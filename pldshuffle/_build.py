@@ -5,7 +5,8 @@ are composed and realised at once.  With an automatic spacing, a composition tha
 cap is retried on a coarser lattice (spacing grown by the estimated shortfall, 1.1× to 2× per try, at most
 ``COARSENINGS`` times); one that even those tries could not fit is refused at once.  Each try first probes
 the ledger with its representative pairs (:func:`_probe`), so that a lattice far too fine is coarsened
-before any term is built.
+before any term is built; a lattice on which those pairs alone would not fit is refused (or coarsened)
+before anything is discretised (:func:`_check_spans`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from .certified import CertifiedPLD, MemoryBudgetError
+import numpy as np
+
+from .certified import CertifiedPLD, MemoryBudgetError, check_lattice_span
 from .dominating import MAX_WITNESSES, family_term
 from .lattice import Term, lower_direction, upper_direction
 from .mechanisms.base import PairFamily, ShuffleMechanism
@@ -68,13 +71,14 @@ def build_ledger(
     """
     for attempt in range(COARSENINGS + 1):
         try:
+            _check_spans(entries, family, spacing, options)
             if coarsen:
                 _probe(entries, family, spacing, options)
             return _build(entries, family, spacing, tolerance, options, report)
         except MemoryBudgetError as exc:
             if not coarsen or attempt == COARSENINGS:
                 tried = f" (after coarsening the lattice {COARSENINGS} times)" if coarsen else ""
-                raise MemoryBudgetError(f"{exc}{tried}") from None
+                raise MemoryBudgetError(f"{exc}{tried}", exc.needed, exc.budget) from None
             # Windows scale like 1/Δ: grow Δ by the shortfall (with 5 % to spare), by 1.1 to 2 at a time.
             shortfall = exc.needed / exc.budget if exc.needed > 0 and exc.budget > 0 else 2.0
             left = COARSENINGS - attempt
@@ -82,11 +86,31 @@ def build_ledger(
                 # Each try rebuilds every term (seconds for adaptive blocks): refuse what the tries left cannot reach.
                 raise MemoryBudgetError(
                     f"{exc} (~{shortfall:.3g}× over the cap: the {left} coarsenings of the lattice left, at most "
-                    f"2× each, cannot fit it)"
+                    f"2× each, cannot fit it)",
+                    exc.needed,
+                    exc.budget,
                 ) from None
             spacing *= min(max(1.05 * shortfall, 1.1), 2.0)
             report(f"coarsening the lattice to Δ={spacing:.3g} to fit max_memory_bytes")
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _check_spans(
+    entries: Sequence[tuple[tuple[ShuffleMechanism, bool], int]],
+    family: Callable[[ShuffleMechanism], PairFamily],
+    spacing: float,
+    options: dict[str, Any],
+) -> None:
+    """Refuse a lattice on which the entries' representative pairs (each family's first upper pair, whose
+    losses span those of the terms built from it) would alone exceed the memory cap, before anything is
+    discretised.  O(support) per entry."""
+    points = sum(
+        float(np.ptp(d.losses)) / spacing + 2.0
+        for (mechanism, _), _ in entries
+        for d in family(mechanism).upper[0].directions
+        if d.losses.size
+    )
+    check_lattice_span(points, options.get("max_memory_bytes", CertifiedPLD.max_memory_bytes), spacing)
 
 
 #: The probe refuses a lattice only where its estimate exceeds the cap by this factor (it may err either way

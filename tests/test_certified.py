@@ -364,6 +364,29 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
     assert peak < 2**28  # nothing near the ~13 GiB the composition needs was allocated
 
 
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds):
+    """Pairs whose single-round lattice alone exceeds the cap are refused before anything is discretised:
+    kRR strong, n = 100, ε0 = 0.01 spans ±log 99 (7.5e6 points at Δ = 1e-6, ~0.55 GiB), which one round
+    (no window to size) and the composition's check alike allocated first (peak 716 MiB under a 128 MiB
+    cap, found by a random memory-cap sweep)."""
+    import tracemalloc
+
+    mechanism = ps.ShuffledKRR(100, 17, local_epsilon=0.01, adversary="strong")
+    mechanism.pair_family()  # the pairs themselves (a few thousand outcomes) are not what is measured
+    acc = ps.FourierAccountant(value_discretization_interval=1e-6, max_memory_bytes=2**27).compose(mechanism, rounds)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ps.certified.MemoryBudgetError) as info:
+            acc.get_epsilon_bounds(1e-6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(word in str(info.value) for word in ("lattice points", "GiB", "value_discretization_interval", "max_memory_bytes"))
+    assert info.value.needed > info.value.budget == 2**27
+    assert peak < 2**24
+
+
 def test_the_memory_probe_coarsens_before_any_term_is_built(monkeypatch):
     """A lattice on which even the ledger's representative pairs do not fit is coarsened before the terms
     (seconds each for adaptive blocks) are built: a single pair is built once, on the final lattice."""
