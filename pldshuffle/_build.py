@@ -114,7 +114,8 @@ def _check_spans(
 
 
 #: The probe refuses a lattice only where its estimate exceeds the cap by this factor (it may err either way
-#: by a little: its windows are the representative pairs', not the ledger's terms').
+#: by a little: its windows are the representative pairs', not the ledger's terms'), unless every entry is
+#: a single pair (then its estimate is exact).
 PROBE_SLACK = 1.25
 
 
@@ -131,18 +132,21 @@ def _probe(
     Cost: one discretisation per entry and the windows' Chernoff bounds."""
     if sum(count for _, count in entries) <= 1:  # nothing composed: no window to size
         return
-    terms = []
+    terms, exact = [], True
     for (mechanism, _), count in entries:
         fam = family(mechanism)
         directions = [d.discretize(spacing) for d in fam.upper[0].directions]
         # As many lower witnesses as the ledger's term may hold (each composes in windows of its own).
-        witnesses = 1 if fam.cells is None and len(fam.upper) == 1 else MAX_WITNESSES
+        single = fam.cells is None and len(fam.upper) == 1
+        exact = exact and single
+        witnesses = 1 if single else MAX_WITNESSES
         lower = tuple(lower_direction(d) for d in directions)
         terms.append(Term(tuple(upper_direction(d) for d in directions), (lower,) * witnesses, count))
     try:
         CertifiedPLD(spacing, tuple(terms), **options).check_budget()
     except MemoryBudgetError as exc:
-        if not exc.needed <= PROBE_SLACK * exc.budget:
+        # Single pairs are their own terms: the estimate is then the build's own check, and no slack.
+        if exact or not exc.needed <= PROBE_SLACK * exc.budget:
             raise
 
 

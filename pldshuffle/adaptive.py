@@ -260,8 +260,10 @@ def _own_profiles(options: Sequence[LatticeDirection], lo: int, hi: int, spacing
 
 
 def _norms(w: NDArray[np.float64]) -> tuple[float, float]:
-    """``(‖w‖₁, ‖w‖₂)`` of a correlated buffer, once per frame and round (every option's error uses them)."""
-    return float(np.abs(w).sum()), math.sqrt(float(np.dot(w, w)))
+    """``(‖w‖₁, ‖w‖₂)`` of a correlated buffer, once per frame and round (every option's error uses them).
+    A frame tilted far from its buffer's losses (ε in the millions) may overflow: ``inf``, no bound there."""
+    with np.errstate(over="ignore"):
+        return float(np.abs(w).sum()), math.sqrt(float(np.dot(w, w)))
 
 
 def _correlation_error(norms: tuple[float, float], k1: float, k_err: float, size: int) -> float:

@@ -147,7 +147,7 @@ class Realization:
     size: int
     masses: NDArray[np.float64]
     log_scale: float  # Σ n_k log M_k(θ)
-    valid_from: float  # upper values hold for ε ≥ valid_from (mass below the window is missing)
+    bottom_mass: float  # bound on untilted P[S < lo]: mass below the window, added to upper values at ε < lo
     fp_error: float  # 2-norm of the round-off vector, tilted frame
     folded_tilted: float  # P̃[S ≥ hi] + P̃[S < lo] (bounds), tilted frame
     top_mass: float  # bound on untilted P[S ≥ hi]
@@ -266,12 +266,13 @@ def realize(
     relative = 16.0 * _U * (abs(log_scale) + theta * max_abs_z * total + total + size)
     hi = (lo_index + size) * spacing
     lambdas = CHERNOFF_LAMBDAS
-    grid = np.concatenate([theta + lambdas, theta - lambdas, lambdas])
+    grid = np.concatenate([theta + lambdas, theta - lambdas, lambdas, -lambdas])
     # Rounded up: the MGFs' own rounding, that of log_scale (subtracted), and of the exponents formed below.
     rounding = log_mgf_rounding(factors, spacing, np.append(grid, theta))  # the last entry: log_scale's
     both = composed_log_mgf(factors, spacing, grid) + rounding[:-1] + rounding[-1]
     both = both + 4.0 * _U * (np.abs(both) + abs(log_scale) + np.abs(grid) * max(abs(lo_index), abs(lo_index + size)) * spacing)
-    plus, minus, untilted_mgf = both[: lambdas.size] - log_scale, both[lambdas.size : 2 * lambdas.size] - log_scale, both[2 * lambdas.size :]
+    plus, minus = both[: lambdas.size] - log_scale, both[lambdas.size : 2 * lambdas.size] - log_scale
+    untilted_mgf, untilted_below = both[2 * lambdas.size : 3 * lambdas.size], both[3 * lambdas.size :]
     support_lo, support_hi = composed_support(factors, spacing)
     # Beyond the support the tails are exactly 0 (indices are exact integers; Δ-multiples compared with margin).
     covers_top = support_hi < hi - 0.5 * spacing
@@ -282,7 +283,10 @@ def realize(
     untilted = untilted_mgf - lambdas * hi
     with np.errstate(over="ignore"):  # a Chernoff bound above 1 (even inf) is clipped to 1
         top = 0.0 if covers_top else float(min(1.0, np.exp(min(float(np.min(untilted)), float(np.min(plus - lambdas * hi)) + log_scale - theta * hi))))
-    valid_from = -math.inf if covers_bottom else lo_index * spacing
+    # Untilted P[S < lo] ≤ min_λ E[e^{-λS}] e^{λ lo}: what the window misses of δ(ε) at ε < lo, where the
+    # masses on [ε, lo) would each add at most themselves.
+    with np.errstate(over="ignore"):
+        bottom = 0.0 if covers_bottom else float(min(1.0, np.exp(np.min(untilted_below + lambdas * (lo_index * spacing)))))
     return Realization(
-        spacing, theta, lo_index, size, masses, log_scale, valid_from, fp_error, above + below, top, relative, profile, suffix
+        spacing, theta, lo_index, size, masses, log_scale, bottom, fp_error, above + below, top, relative, profile, suffix
     )

@@ -199,7 +199,7 @@ class Composite:
         best = np.full(eps.shape, np.inf)
         for r in self.realizations:
             value = r.finite_delta(eps) * (1.0 + r.relative_error + self.relative) + r.error_delta(eps, r.fp_error) + r.top_mass
-            best = np.minimum(best, np.where(eps >= r.valid_from, value, np.inf))
+            best = np.minimum(best, value + np.where(eps < r.lo, r.bottom_mass, 0.0))
         return np.minimum(self.infinity + best, 1.0)
 
     def dominating_measure(self, spacing: float) -> LatticeDirection:
@@ -293,7 +293,8 @@ def direct_realization(factor: Factor, spacing: float) -> Realization:
     masses = np.ascontiguousarray(factor.masses, dtype=np.float64)
     profile, suffix = hockey_stick_profile(masses, spacing)
     relative = 4.0 * _U * masses.size
-    return Realization(spacing, 0.0, factor.start, masses.size, masses, 0.0, -math.inf, 0.0, 0.0, 0.0, relative, profile, suffix)
+    # The whole support: no mass below or above the window, none folded.
+    return Realization(spacing, 0.0, factor.start, masses.size, masses, 0.0, 0.0, 0.0, 0.0, 0.0, relative, profile, suffix)
 
 
 def shift_certificate(combo: list[tuple[LatticeDirection, int]], spacing: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

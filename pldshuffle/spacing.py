@@ -65,7 +65,7 @@ def composed_range(
         if not factors:
             continue
         lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
-        width = max(width, hi - min(lo, 0.0))
+        width = max(width, hi - lo)
         log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
         chernoff = float(np.min((log_m - math.log(delta)) / CHERNOFF_LAMBDAS))
         epsilon = max(epsilon, min(chernoff, _gaussian_epsilon(factors, coarse, delta, chernoff)) if gaussian else chernoff)

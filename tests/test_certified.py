@@ -387,6 +387,40 @@ def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds)
     assert peak < 2**24
 
 
+def test_windows_start_at_the_bulk_and_bracket_the_exact_delta_below_it():
+    """The θ = 0 window starts where the composition's mass does, not at ε = 0 (a million rounds' mean loss
+    in lattice points coarsened 2RR n = 1000, ε0 = 8 to Δ ≈ 1: gap 9 %); below its start the upper end adds
+    the mass the window misses there.  Exact reference: 300 rounds of the 2RR pair n = 2 (m = 0) by its
+    multinomial counts, in log space."""
+    from scipy.special import gammaln
+
+    eps0, rounds = 3.0, 300
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    # Outcome = number of ones among the two reports; the other user reports a one with probability p.
+    P1 = np.array([(1 - p) ** 2, 2 * p * (1 - p), p * p])
+    Q1 = np.array([(1 - p) * p, p * p + (1 - p) ** 2, (1 - p) * p])
+    a, b = (x.ravel() for x in np.meshgrid(np.arange(rounds + 1), np.arange(rounds + 1), indexing="ij"))
+    a, b = a[a + b <= rounds], b[a + b <= rounds]
+    c = rounds - a - b
+    log_count = gammaln(rounds + 1) - gammaln(a + 1) - gammaln(b + 1) - gammaln(c + 1)
+    log_p = log_count + a * np.log(P1[0]) + b * np.log(P1[1]) + c * np.log(P1[2])
+    log_q = log_count + a * np.log(Q1[0]) + b * np.log(Q1[1]) + c * np.log(Q1[2])
+
+    def exact(eps: float) -> float:
+        with np.errstate(over="ignore"):
+            return max(math.fsum(np.maximum(np.exp(x) - np.exp(eps + y), 0.0)) for x, y in ((log_p, log_q), (log_q, log_p)))
+
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(2, eps0, dataset="khh21"), rounds)
+    pld = acc.certified_pld()
+    theta, lo_index, _ = pld._windows("upper")[0][2][0]
+    assert theta == 0.0 and lo_index * pld.spacing > 400.0
+    for eps in (0.0, 30.0, 400.0, 600.0, 800.0):
+        value, bounds = exact(eps), acc.get_delta_bounds(eps)
+        assert bounds.lower <= value * (1 + 1e-12) and value <= bounds.upper * (1 + 1e-12), (eps, bounds, value)
+        if eps < lo_index * pld.spacing:  # read below the window: it adds at most the mass it misses
+            assert bounds.upper - bounds.lower <= 1e-6
+
+
 def test_the_memory_probe_coarsens_before_any_term_is_built(monkeypatch):
     """A lattice on which even the ledger's representative pairs do not fit is coarsened before the terms
     (seconds each for adaptive blocks) are built: a single pair is built once, on the final lattice."""
