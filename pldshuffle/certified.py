@@ -448,7 +448,7 @@ def check_lattice_span(points: float, budget: float, spacing: float) -> None:
     """Refuse, before discretising anything, pairs whose single-round lattices (``points`` lattice points in
     all, ``LATTICE_BYTES_PER_POINT`` each) exceed the memory cap ``budget``: a lattice far finer than the
     pairs' loss range allocates that much before any composition is sized (kRR strong n = 100, ε0 = 0.01,
-    Δ = 1e-6: 7.2e6 points, ~0.55 GiB)."""
+    Δ = 1e-6: 7.2e6 points, ~0.65 GiB at 96 bytes a point)."""
     needed = points * LATTICE_BYTES_PER_POINT
     if needed > budget:
         raise MemoryBudgetError(

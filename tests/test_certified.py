@@ -367,7 +367,7 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
 @pytest.mark.parametrize("rounds", [1, 2])
 def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds):
     """Pairs whose single-round lattice alone exceeds the cap are refused before anything is discretised:
-    kRR strong, n = 100, ε0 = 0.01 spans ±log 99 (7.5e6 points at Δ = 1e-6, ~0.55 GiB), which one round
+    kRR strong, n = 100, ε0 = 0.01 has losses spanning 7.2 in all (7.2e6 points at Δ = 1e-6, ~0.65 GiB), which one round
     (no window to size) and the composition's check alike allocated first (peak 716 MiB under a 128 MiB
     cap, found by a random memory-cap sweep)."""
     import tracemalloc
