@@ -58,6 +58,12 @@ _HULL_EXP = 700.0
 _MAX_BLOCK_CELLS = 24
 #: Splits one single-round query may add to the cover.
 _QUERY_SPLITS = 800
+#: Share of ``max_memory_bytes`` a single round's query refinement may hold in pairs (one round composes
+#: nothing; half the cap left 2RR n = 1e8 at a gap of 4.4e-4 with 1021 of its 1024 MiB held; with 5/8:
+#: 3.9e-4, n = 1e9 2.0e-3 → 9.9e-4 at a 2.0 GB peak).  The rest is the lattice measures, the pairs being
+#: built and the heap's freed pages: n = 1e9 under a 1 GiB cap peaks at 1188 MiB with 5/8, 1332 MiB with
+#: 3/4 (above cap + 300 MiB).
+_SINGLE_ROUND_SHARE = 0.625
 #: A query's refinement reveals the datasets of this many of the cells then largest at its point (as many
 #: as a single round's lower end inverts, ``pldshuffle.certified._LOWER_PAIRS``).
 _KEPT_MEMBERS = 16
@@ -361,8 +367,9 @@ def family_term(
     short = adaptive and count <= SHORT_LEDGER
     fine_cover = short or (adaptive and _block_rounds(count) == _LONG_BLOCK_ROUNDS)
     cover_tolerance = tolerance / 4 if short else tolerance / 2 if fine_cover else tolerance
-    # A single round's cover leaves half the budget to the refinement at the queried points
-    # (QueryRefinement), which tightens far more per pair than splits over the whole lattice.
+    # A single round's cover leaves the rest of its share to the refinement at the queried points
+    # (QueryRefinement, up to _SINGLE_ROUND_SHARE of the cap), which tightens far more per pair than
+    # splits over the whole lattice.
     cover_bytes = max_bytes / 2 if count == 1 else max_bytes
     kept_cells, witnesses, members = _cover(family, lattice, tolerance=cover_tolerance, max_bytes=cover_bytes, report=report)
     kept = [p for c in kept_cells for p in _uppers(c)]
@@ -404,8 +411,10 @@ def family_term(
     if count > 1:  # the exact pairs only serve a single round
         return changing_data_terms()
     # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
-    # are refined further at the points queried.
-    return (Term((up,), lows, count, refiner=QueryRefinement(kept_cells, members, max_bytes)),)
+    # are refined further at the points queried.  Nothing is composed, so the refinement may hold
+    # _SINGLE_ROUND_SHARE of the cap (the lattice measures keep the rest).
+    refined_bytes = _SINGLE_ROUND_SHARE * options.get("max_memory_bytes", math.inf)
+    return (Term((up,), lows, count, refiner=QueryRefinement(kept_cells, members, refined_bytes)),)
 
 
 def _adaptive_terms(
