@@ -193,6 +193,7 @@ def adaptive_lower_profile(
     hi: int,
     tilts: Sequence[float],
     fft_backend: str = "auto",
+    usage: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Lower bounds, at ``j = lo .. hi``, on the value ``V_rounds(z_j)`` of one *realisable* adaptive
     strategy when every loss is exactly on the lattice (the options are realisable pairs merged or rounded
@@ -203,8 +204,9 @@ def adaptive_lower_profile(
     bounds on what that choice achieves, by induction).  Masses at ``+∞`` are left out (they only add).
     Outside the window ``V_j ≥ 0`` on the right and ``V_j(x) ≥ T^j - e^x`` on the left, ``T`` the smallest
     finite mass of an option (``V ≥ E[1 - e^{x-L}] ≥ P-mass - e^x``).  The FFT part is bounded as in
-    :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  Cost as
-    :func:`adaptive_profile`.
+    :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  ``usage``
+    (one entry per option), if given, counts as in :func:`adaptive_profile` the points and rounds at which
+    each option is the strategy's choice.  Cost as :func:`adaptive_profile`.
     """
     win = _Window(options, spacing, lo, hi, fft_backend)
     x, x_ext, size, backend, left = win.x, win.x_ext, win.size, win.backend, win.left
@@ -219,19 +221,26 @@ def adaptive_lower_profile(
         ext[left : left + rest.size] = rest
         ext[:left] = smallest ** (j - 1) * (1.0 - 4.0 * _U * j) - 1.0  # V_{j-1} - (1 - e^x) ≥ T^{j-1} - 1 there
         best = np.full(x.size, -np.inf)
+        chosen = np.full(x.size if usage is not None else 0, -1, dtype=np.int64)
         for theta, kernels in frames:
             tilt = np.exp(theta * x_ext)
             w = ext * np.where(ext >= 0.0, tilt * (1.0 - 4.0 * _U), tilt * (1.0 + 4.0 * _U)) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
             untilt = np.exp(-theta * x)
-            for (k_spec, k1, k_err, shift), own_o in zip(kernels, own):
+            for index, ((k_spec, k1, k_err, shift), own_o) in enumerate(zip(kernels, own)):
                 out = backend.irfft(spectrum * k_spec, size)[left - shift : left - shift + x.size]
                 low = out - _correlation_error(norms, k1, k_err, size)
                 low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
                 candidate = own_o + low
-                np.maximum(best, candidate - 4.0 * _U * np.abs(candidate), out=best)
+                candidate -= 4.0 * _U * np.abs(candidate)
+                if usage is not None:
+                    chosen[candidate > best] = index
+                np.maximum(best, candidate, out=best)
         with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
             floor = smallest**j * (1.0 - 4.0 * _U * (j + 1)) - np.exp(x) * (1.0 + 4.0 * _U)
+        if usage is not None:
+            counted = chosen[(best >= floor) & (best > _USAGE_FLOOR)]
+            usage += np.bincount(counted[counted >= 0], minlength=usage.size)[: usage.size]
         value = np.maximum(np.maximum(best, floor), 0.0)
     result: NDArray[np.float64] = value
     return result

@@ -98,9 +98,15 @@ _SHORT_GROUPS = 32
 #: fit; n = 1000, ε0 = 8, 5 rounds, δ = 0.3: lower end 30.457 → 30.637 with 2^16 instead of 2^15).
 _ADAPTIVE_POINTS = 2**15
 _LOWER_ADAPTIVE_POINTS = 2**16
-#: Largest rounds × frames × options × FFT length the adaptive lower end may use to go past
-#: ``_LOWER_ADAPTIVE_POINTS`` (a few seconds).
+#: The adaptive lower end's runs (:func:`_adaptive_lower`) keep rounds × frames × options × FFT length within
+#: ``_LOWER_ADAPTIVE_WORK`` (a few seconds) and the options' half-spectra within ``_LOWER_SPECTRA_BYTES``;
+#: the second, where the first leaves ε(δ) more than ``_LOWER_REFINE_GAP`` below the upper end's, takes the
+#: options chosen at least ``_LOWER_KEEP_SHARE`` of the time in the first, on up to ``_LOWER_MAX_POINTS``.
+_LOWER_KEEP_SHARE = 0.01
+_LOWER_REFINE_GAP = 5e-4
+_LOWER_MAX_POINTS = 2**20
 _LOWER_ADAPTIVE_WORK = 1e9
+_LOWER_SPECTRA_BYTES = 2**28
 #: The recursion's choices: at most this many runs of units (:func:`_split_used_runs` splits the used ones
 #: in up to ``_SCREEN_PASSES`` passes of a recursion of at most ``_SCREEN_ROUNDS`` rounds on at most
 #: ``_SCREEN_POINTS`` points, each halving the runs used at least ``_SPLIT_SHARE`` times as often as the
@@ -545,7 +551,8 @@ def _adaptive_terms(
     # merged witnesses lose only O(Δ²) per round there, see _adaptive_lower).
     strategy = None
     if lower and quotient == 1 and not rest:  # read only when this block is the whole ledger
-        strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend)
+        spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
+        strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend, blocks[rounds], spectra)
     terms = (Term((blocks[rounds],), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
     return terms + ((Term((blocks[rest],), lows, 1, lower_count=rest),) if rest else ())
 
@@ -610,10 +617,10 @@ def _split_used_runs(
     return runs
 
 
-def _epsilon_gain(before: NDArray[np.float64], after: NDArray[np.float64], x: NDArray[np.float64]) -> float:
-    """Largest relative decrease of ε(δ), δ ∈ [1e-15, 0.5], from the non-increasing profile ``before`` to
-    ``after`` (both at the points ``x``; ε read by interpolating log δ linearly)."""
-    levels = -np.log(np.logspace(-15, math.log10(0.5), 30))
+def _epsilon_gain(before: NDArray[np.float64], after: NDArray[np.float64], x: NDArray[np.float64], largest: float = 0.5) -> float:
+    """Largest relative decrease of ε(δ), δ ∈ [1e-15, ``largest``], from the non-increasing profile ``before``
+    to ``after`` (both at the points ``x``; ε read by interpolating log δ linearly)."""
+    levels = -np.log(np.logspace(-15, math.log10(largest), 30))
 
     def epsilon(values: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.interp(levels, -np.log(np.maximum(values, 1e-300)), x)
@@ -634,54 +641,106 @@ def _block_rounds(count: int) -> int:
 
 
 def _adaptive_lower(
-    witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, end: int, tilts: list[float], fft_backend: str
+    witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, end: int, tilts: list[float], fft_backend: str,
+    upper: LatticeDirection, spectra_bytes: float,
 ) -> LatticeDirection | None:
     """A lattice measure whose profile is, at every ``x``, at most the hockey-stick profile at ``x`` of some
     realisable adaptive strategy over ``rounds`` rounds (the witnesses in both orders, chosen round by
     round; the best choice depends on ``x``).  It bounds the block's worst case from below when the block is
     the whole ledger; being a maximum over strategies, not one pair, it must not be composed.
 
-    The strategy is the one of :func:`pldshuffle.adaptive.adaptive_lower_profile` on the witnesses in both
-    orders, on the ledger's lattice coarsened by an integer factor so that the window ``-end .. end``
-    (ledger indices) has at most ``_LOWER_ADAPTIVE_POINTS`` points, or up to four times as many where the
-    recursion's FFTs stay within ``_LOWER_ADAPTIVE_WORK`` (2RR n = 3000, ε0 = 8, 30 rounds, δ = 1e-2: gap
-    1.29 → 0.55 ‰ at 2^18 points, +0.5 s); the measure is returned on the ledger's lattice.  Witnesses merged onto the lattice (:mod:`pldshuffle.grid`) are post-processed outcomes, which
-    a strategy may equally look at before it chooses the next round, so the strategy is realisable as it
-    stands, and they lose only ``O(Δ²)`` per round on the coarser lattice (2RR n = 1000, ε0 = 1, 64 rounds,
-    δ = 1e-2: gap 1.11 → 0.67 ‰ against the ledger's lattice only where it fit; n = 50, ε0 = 2: 3.3 →
-    0.74 ‰).  Rounded-down witnesses only add loss ``D ≥ 0``, so the true value at ``x`` is at least the
-    rounded one at ``x - t`` minus ``P[D < t]``, and since each round's offset comes from one of the
-    options, ``P[D < t] ≤ e^{ct/Δ} Π_rounds max_o E_o[e^{-cd/Δ}]`` (a supermartingale; the witnesses'
-    rounding certificates) -- the same shift as for fixed witnesses.
-    The measure interpolates the shifted values one lattice step to the left (so its profile, linear in
-    ``α`` between lattice points, stays below the non-increasing value), lowered to their greatest convex
+    The strategies are those of :func:`pldshuffle.adaptive.adaptive_lower_profile`, in up to two runs over
+    the window ``-end .. end`` (ledger indices), each on the ledger's lattice coarsened by an integer factor
+    to as many points as ``_LOWER_ADAPTIVE_WORK`` (rounds × frames × options × FFT length) and
+    ``spectra_bytes`` (the options' half-spectra; the caller passes at most an eighth of ``max_memory_bytes``)
+    allow: every option on ``_LOWER_ADAPTIVE_POINTS`` to four times as many points, which also counts how
+    often each option is the strategy's choice; then, where that buys a finer lattice (at most
+    ``_LOWER_MAX_POINTS`` points) and the first run's ε(δ) is more than ``_LOWER_REFINE_GAP`` below that of
+    the block's ``upper`` measure somewhere in δ ∈ [1e-15, 1e-2], only the options chosen at least
+    ``_LOWER_KEEP_SHARE`` of the time (2–4 of 8–12 for 2RR).  Any set of options gives a realisable
+    strategy, so the profile is the larger of the two runs' at every point (2RR, 64 rounds, δ = 1e-2:
+    n = 20, ε0 = 3: gap 1.09 → 0.82 ‰, n = 25, ε0 = 3.11: 0.97 → 0.61 ‰, for ~2 s; ledgers within the
+    target skip it).  The measure is returned on the ledger's lattice.
+
+    Options are the witnesses *merged* onto the lattice (:mod:`pldshuffle.grid`): merged outcomes are
+    post-processed ones, which a strategy may equally look at before it chooses the next round, so the
+    strategy is realisable as it stands, and they lose only ``O(Δ²)`` per round on the coarser lattice
+    (``O(g²)`` for atoms ``g > Δ`` apart).  The rare outcome the merge cannot balance is rounded down, adding
+    loss ``D ≥ 0``, so the true value at ``x`` is at least the rounded one at ``x - t`` minus ``P[D < t]``,
+    and since each round's offset comes from one of the options, ``P[D < t] ≤ e^{ct/Δ} Π_rounds max_o
+    E_o[e^{-cd/Δ}]`` (a supermartingale; the witnesses' rounding certificates).  That bound is vacuous as soon
+    as one option has no offsets, so fully rounded-down options (which fixed witnesses may prefer) are not
+    mixed in: mixing them had cost n = 20, ε0 = 3, 64 rounds 0.5 ‰ of gap.
+    The measure interpolates the values one lattice step to the left (so its profile, linear in ``α``
+    between lattice points, stays below the non-increasing value), lowered to their greatest convex
     minorant through ``(0, T^rounds)`` (``T`` the smallest witness mass, a lower bound at ``α = 0``).
     None where the window spans more losses than that hull can hold (:class:`_HullOutOfRange`).
     """
-    # Up to 4× the points where the recursion stays within _LOWER_ADAPTIVE_WORK (short blocks, few witnesses).
-    points = _LOWER_ADAPTIVE_POINTS
-    work = rounds * (len(tilts) + 1) * 2 * len(witnesses)
-    while points < 4 * _LOWER_ADAPTIVE_POINTS and work * 4 * points <= _LOWER_ADAPTIVE_WORK:  # FFT length ≈ 2 × window
-        points *= 2
-    factor = max(1, -(-2 * end // points))
-    spacing, hi = spacing * factor, -(-end // factor)
-    options = [lower_direction(d.discretize(spacing)).for_rounds(rounds) for p in witnesses for d in p.directions]
-    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend)
+    directions = [d for p in witnesses for d in p.directions]
+    frames = len(tilts) + 1
+
+    def affordable(points: int, count: int, most: int) -> int:
+        # FFT length ≈ 2 × window: the work and the options' half-spectra grow with 2 × points.
+        while (points < most and rounds * frames * count * 4 * points <= _LOWER_ADAPTIVE_WORK
+               and frames * count * 32 * points <= spectra_bytes):
+            points *= 2
+        return points
+
+    coarse = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(directions), 4 * _LOWER_ADAPTIVE_POINTS)))
+    options = [lower_direction(d.discretize(spacing * coarse)) for d in directions]
+    usage = np.zeros(len(options))
+    runs = [(coarse, options, _strategy_values(options, rounds, spacing * coarse, -(-end // coarse), tilts, fft_backend, usage))]
+    kept = [i for i in range(len(options)) if usage[i] > 0.0 and usage[i] >= _LOWER_KEEP_SHARE * usage.sum()]
+    fine = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(kept), _LOWER_MAX_POINTS)))
+    if kept and fine < coarse and _lower_gap(runs[0][2], coarse, upper, spacing) > _LOWER_REFINE_GAP:
+        chosen = [lower_direction(directions[i].discretize(spacing * fine)) for i in kept]
+        runs.append((fine, chosen, _strategy_values(chosen, rounds, spacing * fine, -(-end // fine), tilts, fft_backend)))
+    factor = runs[-1][0]
+    hi = -(-end // factor)
+    below = np.zeros(2 * hi)
+    # Point -hi + i of the finest run needs a bound on V at its right neighbour; a coarser run's value at
+    # its first point at or right of it is one (V is non-increasing).
+    right = (-hi + 1 + np.arange(2 * hi)) * factor
+    for run_factor, _, values in runs:
+        run_hi = -(-end // run_factor)
+        j = np.maximum(-(-right // run_factor) + run_hi, 0)
+        inside = j < values.size
+        below[inside] = np.maximum(below[inside], values[j[inside]])
+    total = min(float(o.masses.sum()) for _, run_options, _ in runs for o in run_options) ** rounds * (1.0 - 1e-12)
+    below = np.minimum.accumulate(below)
+    below[0] = min(below[0], total - float(np.exp(-hi * spacing * factor)))  # the chord from (0, T) then stays below T - α ≤ V
+    try:
+        target = _greatest_convex_minorant(below, total, -hi, spacing * factor)
+    except _HullOutOfRange:  # no adaptive lower end: the witnesses' compositions still bound the ledger
+        return None
+    measure = _from_profile_below(np.maximum(target, 0.0), total, -hi, spacing * factor)
+    return _on_finer_lattice(measure, factor) if factor > 1 else measure
+
+
+def _lower_gap(values: NDArray[np.float64], factor: int, upper: LatticeDirection, spacing: float) -> float:
+    """Largest relative gap of ε(δ), δ ∈ [1e-15, 1e-2], between the ``upper`` measure's profile and the
+    lower ``values`` at the points ``-hi .. hi`` of the lattice ``factor`` times coarser than ``spacing``
+    (ε read at those points: this only decides whether to refine)."""
+    hi = (values.size - 1) // 2
+    points = np.arange(-hi, hi + 1)
+    return _epsilon_gain(profile_at(upper, points * factor, spacing), values, points.astype(np.float64), largest=1e-2)
+
+
+def _strategy_values(
+    options: list[LatticeDirection], rounds: int, spacing: float, hi: int, tilts: list[float], fft_backend: str,
+    usage: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """Lower bounds on the value of a realisable adaptive strategy over ``options`` at the lattice points
+    ``-hi .. hi`` (:func:`pldshuffle.adaptive.adaptive_lower_profile`), shifted right by the options'
+    rounding offsets where their certificate allows (see :func:`_adaptive_lower`), never negative."""
+    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
     penalty = rounding_penalty(np.max([o.offset_log_mgf for o in options], axis=0) * rounds, steps)
     shifted = values.copy()
     for k in steps[1:]:
         np.maximum(shifted[k:], values[:-k] - penalty[k], out=shifted[k:])
-    total = min(float(o.masses.sum()) for o in options) ** rounds * (1.0 - 1e-12)
-    below = np.minimum.accumulate(np.maximum(shifted[1:], 0.0))  # value one step right, made non-increasing
-    below[0] = min(below[0], total - float(np.exp(-hi * spacing)))  # the chord from (0, T) then stays below T - α ≤ V
-    try:
-        target = _greatest_convex_minorant(below, total, -hi, spacing)
-    except _HullOutOfRange:  # no adaptive lower end: the witnesses' compositions still bound the ledger
-        return None
-    measure = _from_profile_below(np.maximum(target, 0.0), total, -hi, spacing)
-    return _on_finer_lattice(measure, factor) if factor > 1 else measure
+    return np.maximum(shifted, 0.0)
 
 
 def _from_profile_below(target: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:
