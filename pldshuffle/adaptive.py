@@ -169,8 +169,11 @@ def adaptive_profile(
                 # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                 # within ``err`` of the exact correlation.
                 max_shifted_sum(worst, out, left - shift, own_o, err, chosen, index)
-            # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).
-            value = worst * np.exp(-theta * x) * (1.0 + 16.0 * _U)
+            # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).  Far
+            # from this frame's saddle point its round-off bound, untilted, may overflow: +inf, no bound there
+            # (e^{-θx} ≥ e^{-600} > 0, so never NaN).
+            with np.errstate(over="ignore"):
+                value = worst * np.exp(-theta * x) * (1.0 + 16.0 * _U)
             if usage is not None:
                 improved = value < best
                 argbest[improved] = chosen[improved]
@@ -230,7 +233,8 @@ def adaptive_lower_profile(
             for index, ((k_spec, k1, k_err, shift), own_o) in enumerate(zip(kernels, own)):
                 out = backend.irfft(spectrum * k_spec, size)[left - shift : left - shift + x.size]
                 low = out - _correlation_error(norms, k1, k_err, size)
-                low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
+                with np.errstate(over="ignore"):  # -inf far from the frame's saddle point: no bound there
+                    low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
                 candidate = own_o + low
                 candidate -= 4.0 * _U * np.abs(candidate)
                 if usage is not None:

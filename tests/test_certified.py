@@ -387,6 +387,18 @@ def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds)
     assert peak < 2**24
 
 
+def test_each_order_is_realised_at_its_own_saddle_points():
+    """A pair and its mirror image (2RR datasets m = 0 and m = n - 1: the same two directions, swapped) have
+    the same ε.  Near the loss cap only one order's tail matters, and frames tilted for the other order had
+    left the mirror's upper end at 327.90 against 327.00 (64 rounds, δ = 1e-10; the lower end 326.88)."""
+    mechanism = ps.ShuffledBinaryRR(105, 5.4)
+    first, last = (ps.FourierAccountant().compose(ps.PairMechanism(mechanism.dataset_pair(m)), 64).get_epsilon_bounds(1e-10)
+                   for m in (0, 104))
+    assert mechanism.dataset_pair(0).directions[0].losses.max() == mechanism.dataset_pair(104).directions[1].losses.max()
+    assert first.lower == last.lower and abs(first.upper - last.upper) <= 1e-6 * first.upper, (first, last)
+    assert first.lower <= first.upper <= first.lower * (1 + 1e-3), first
+
+
 def test_windows_start_at_the_bulk_and_bracket_the_exact_delta_below_it():
     """The θ = 0 window starts where the composition's mass does, not at ε = 0 (a million rounds' mean loss
     in lattice points coarsened 2RR n = 1000, ε0 = 8 to Δ ≈ 1: gap 9 %); below its start the upper end adds
