@@ -20,8 +20,8 @@ bulk of the composition -- is correlated with each option by FFT in a frame tilt
 the a-priori round-off bound of Higham (*Accuracy and Stability*, Thm 24.2) propagated in 2-norm and
 mapped back by ``e^{-θx}``, so the error is relative near the saddle point of each tilt.  Outside the
 window ``[z_lo, z_hi]``: left of it ``R(x) ≤ R(z_lo)e^{x-z_lo}`` (the chord of the convex ``G`` to its
-value ``≤ 1`` at ``α = 0``), right of it a caller's bound ``top(x)`` (e.g. a Chernoff bound of the per-round envelope
-composed ``b`` times, which dominates every ``G_j``, ``j ≤ b``).  Each round takes, at every point, the minimum over tilts of the maximum over options,
+value ``≤ 1`` at ``α = 0``), right of it a caller's bound ``top(x, j)`` (e.g. a Chernoff bound of the per-round envelope
+composed ``j`` times).  Each round takes, at every point, the minimum over tilts of the maximum over options,
 then the running minimum (``G`` is non-increasing).
 """
 
@@ -87,7 +87,7 @@ def adaptive_profile(
     spacing: float,
     lo: int,
     hi: int,
-    top: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    top: Callable[[NDArray[np.float64], int], NDArray[np.float64]],
     tilts: Sequence[float],
     fft_backend: str = "auto",
     infinity: float = 0.0,
@@ -109,9 +109,10 @@ def adaptive_profile(
     lo, hi : int
         Window, ``lo < 0 <= hi``.
     top : callable
-        Bounds on ``G_j(x) - j·I`` at points ``x > z_hi`` for every ``j <= rounds`` (``I`` below), e.g. a
-        Chernoff bound on the finite losses; they should decay faster than ``e^{-θx}`` for the largest
-        tilt, or that tilt's error grows.
+        ``top(x, j)``: bounds on ``G_j(x) - j·I`` at points ``x > z_hi`` (``I`` below), called with
+        ``j = 0 .. max(rounds) - 1``, e.g. a Chernoff bound on the finite losses of ``j`` rounds; they should
+        decay faster than ``e^{-θx}`` for the largest tilt, or that tilt's error grows (a bound for all
+        rounds at once, loose at early ones, inflates every tilted frame's round-off there).
     tilts : sequence of float
         Tilts ``θ >= 0`` of the FFT frames (0 is always used; a tilt whose factors would exceed
         ``e^600`` on the window is skipped).
@@ -143,7 +144,6 @@ def adaptive_profile(
         # Own profiles in the tilted frame: the maximum over options is taken there, then untilted once.
         tilt = np.exp(theta * x)
         frames.append((theta, kernels, [o * tilt for o in own]))
-    beyond = top(x_ext[left + x.size : left + x.size + right])
     wanted = list(rounds)
     if not wanted or min(wanted) < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds!r}")
@@ -152,9 +152,9 @@ def adaptive_profile(
         rest = np.maximum((upper - base) + 2.0 * _U * upper, 0.0)  # ≥ G - (1 - e^x)_+
         ext = np.zeros(size)
         ext[left : left + rest.size] = rest
-        # Left of the window: R(x) ≤ R(z_lo)·e^{x - z_lo}; right of it: R = G ≤ top(x).
+        # Left of the window: R(x) ≤ R(z_lo)·e^{x - z_lo}; right of it: R = G_{j-1} ≤ top(x, j - 1).
         ext[:left] = rest[0] * np.exp((np.arange(left) - left) * spacing) * (1.0 + 4.0 * _U)
-        ext[left + rest.size : left + rest.size + right] = beyond
+        ext[left + rest.size : left + rest.size + right] = top(x_ext[left + x.size : left + x.size + right], j - 1)
         best = np.full(x.size, np.inf)
         # The option attaining ``best`` (-1: none above 0), tracked only where ``usage`` is asked for.
         argbest = np.full(x.size if usage is not None else 0, -1, dtype=np.int64)

@@ -19,7 +19,7 @@ EPS = np.array([-0.4, 0.0, 0.15, 0.6, 1.3, 2.2])
 BUDGETS = EPS[EPS >= 0.0]  # what the accountant answers
 
 
-def _no_tail(x):
+def _no_tail(x, j):
     return np.zeros(x.size)
 
 
@@ -243,6 +243,14 @@ def test_the_far_tail_near_the_loss_cap():
     single = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(50, 4.0, dataset="khh21"), 64).get_epsilon_bounds(1e-12)
     assert worst.lower >= single.lower * (1 - 1e-9), (worst, single)
     assert worst.lower <= worst.upper and (worst.upper - worst.lower) / worst.upper <= 1e-3, worst
+
+
+def test_near_the_loss_cap_each_round_has_its_own_tail_bound():
+    """2RR n = 200, ε0 = 5.5, 64 rounds, δ = 1e-12 (ε ≈ 299, cap 352): with the whole block's Chernoff
+    bound right of the window at every round the recursion kept a round-off floor and the upper end was
+    303.74, 15 ‰ above the lower end; with each round's own bound the gap is within the 1 ‰ target."""
+    b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(200, 5.5), 64).get_epsilon_bounds(1e-12)
+    assert b.lower <= b.upper <= b.lower * (1 + 1e-3), b
 
 
 @pytest.mark.slow
