@@ -48,7 +48,8 @@ def composed_range(
 ) -> tuple[float, float]:
     """``(ε, width)`` of a ledger (one representative pair per entry, with its round count), on a coarse lattice.
 
-    ``ε`` estimates ε at ``delta`` over both orders: a Chernoff bound or, with ``gaussian``, the smaller of
+    ``ε`` estimates ε at ``delta`` over both orders, for the finite losses conditioned on being finite: a
+    Chernoff bound or, with ``gaussian``, the smaller of
     it and the ε of the Gaussian with the composition's mean and variance (Chernoff is loose at large δ:
     5× at δ = 1e-2 for 16 rounds of ``ShuffledLDP(1e4, 1)``).  ``width`` is the length of the composition
     window at θ = 0 (Chernoff tails 1e-18); a lattice of spacing Δ needs about ``width/Δ`` points.  Only
@@ -60,8 +61,12 @@ def composed_range(
         factors = []
         for pair, count in pairs:
             direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
-            if direction.upper.sum() > 0:
-                factors.append(Factor(direction.upper_start, direction.upper, count))
+            finite = float(direction.upper.sum())
+            if finite > 0:
+                # The finite losses' own law: a large mass at +∞ would otherwise pull the estimate to 0 and the
+                # lattice to its finest (kRR strong n = 100, k = 3, ε0 = 4.7, 64 rounds, where every δ < 1 - 2e-15
+                # has ε = ∞: 8.4e6 points, 1.7 GB, 4.6 s).
+                factors.append(Factor(direction.upper_start, direction.upper / finite, count))
         if not factors:
             continue
         lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)

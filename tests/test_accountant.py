@@ -174,6 +174,18 @@ def test_infinite_epsilon_below_infinity_mass():
     assert b.upper == math.inf
 
 
+def test_a_large_infinity_mass_does_not_size_the_lattice():
+    """kRR strong, few users: the finite losses carry 0.6 of each round's mass, so after 64 rounds ε = ∞ for
+    every δ < 1 - 2e-15.  The lattice is sized from the finite losses' own law (their total mass had pulled
+    the ε estimate to 0 and the lattice to 8.4e6 points, 1.7 GB, 4.6 s); δ is still bracketed."""
+    acc = ps.FourierAccountant().compose(ps.ShuffledKRR(100, 3, local_epsilon=4.7, adversary="strong"), 64)
+    b = acc.get_epsilon_bounds(1e-15)
+    assert b.lower == b.upper == math.inf
+    assert b.diagnostics["grid_size"] <= 2**20, b.diagnostics
+    d = acc.get_delta_bounds(1.0)
+    assert 1.0 - 1e-12 <= d.lower <= d.upper <= 1.0
+
+
 def test_ldp_views_cap_epsilon_at_rounds_times_local_epsilon():
     # Every view of shuffled 2RR (and of kRR for the weak adversary) post-processes the differing user's
     # ε0-LDP report, so ε ≤ rounds·ε0 at every δ: below the truncated mass booked at +∞ the upper end used to
