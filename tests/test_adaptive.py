@@ -245,6 +245,7 @@ def test_the_far_tail_near_the_loss_cap():
     assert worst.lower <= worst.upper and (worst.upper - worst.lower) / worst.upper <= 1e-3, worst
 
 
+@pytest.mark.slow
 def test_near_the_loss_cap_each_round_has_its_own_tail_bound():
     """2RR n = 200, ε0 = 5.5, 64 rounds, δ = 1e-12 (ε ≈ 299, cap 352): with the whole block's Chernoff
     bound right of the window at every round the recursion kept a round-off floor and the upper end was
