@@ -92,6 +92,7 @@ def adaptive_profile(
     fft_backend: str = "auto",
     infinity: float = 0.0,
     usage: NDArray[np.float64] | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> list[NDArray[np.float64]]:
     """Upper bounds on ``G_b(z_j)`` (module notes) at the lattice points ``j = lo .. hi``, one array for each
     ``b`` in ``rounds``.
@@ -124,6 +125,8 @@ def adaptive_profile(
         One entry per option, incremented by the number of window points (bound above ``_USAGE_FLOOR``)
         at which the option attains the bound, summed over the rounds: which options the adversary's best
         choice uses (:func:`pldshuffle.dominating._adaptive_terms` splits the groups used most).
+    progress : callable, optional
+        Called after each round with the fraction of the rounds done.
 
     The masses at ``+∞`` are carried as a constant: ``G_j ≤ F_j + j·I`` with ``F_j`` the recursion over the
     finite parts (``E_o[G(x-L)] ≤ E_o[F(x-L); L < ∞] + (j-1)·I + I``), since a constant in the tilted frame
@@ -182,6 +185,8 @@ def adaptive_profile(
             counted = argbest[(argbest >= 0) & (best > _USAGE_FLOOR)]
             usage += np.bincount(counted, minlength=usage.size)[: usage.size]
         upper = np.minimum.accumulate(np.minimum(best, 1.0))
+        if progress is not None:
+            progress(j / max(wanted))
         if j in wanted:
             # (j-1)·I is carried through an option's finite mass, at most 1 + MASS_RTOL: the 1e-6 covers it.
             kept[j] = np.minimum(upper + j * infinity * (1.0 + 1e-6), 1.0)
@@ -197,6 +202,7 @@ def adaptive_lower_profile(
     tilts: Sequence[float],
     fft_backend: str = "auto",
     usage: NDArray[np.float64] | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> NDArray[np.float64]:
     """Lower bounds, at ``j = lo .. hi``, on the value ``V_rounds(z_j)`` of one *realisable* adaptive
     strategy when every loss is exactly on the lattice (the options are realisable pairs merged or rounded
@@ -209,7 +215,8 @@ def adaptive_lower_profile(
     finite mass of an option (``V ≥ E[1 - e^{x-L}] ≥ P-mass - e^x``).  The FFT part is bounded as in
     :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  ``usage``
     (one entry per option), if given, counts as in :func:`adaptive_profile` the points and rounds at which
-    each option is the strategy's choice.  Cost as :func:`adaptive_profile`.
+    each option is the strategy's choice, and ``progress`` hears of each round done, as in
+    :func:`adaptive_profile`.  Cost as :func:`adaptive_profile`.
     """
     win = _Window(options, spacing, lo, hi, fft_backend)
     x, x_ext, size, backend, left = win.x, win.x_ext, win.size, win.backend, win.left
@@ -246,6 +253,8 @@ def adaptive_lower_profile(
             counted = chosen[(best >= floor) & (best > _USAGE_FLOOR)]
             usage += np.bincount(counted[counted >= 0], minlength=usage.size)[: usage.size]
         value = np.maximum(np.maximum(best, floor), 0.0)
+        if progress is not None:
+            progress(j / rounds)
     result: NDArray[np.float64] = value
     return result
 

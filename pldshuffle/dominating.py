@@ -38,7 +38,7 @@ from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_
 from .certified import CertifiedPLD, distinct_tilts
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
-from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily
+from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress, reporting_to
 from .pld import MASS_RTOL, PrivacyLossPair
 from .spacing import SHORT_LEDGER
 
@@ -389,7 +389,7 @@ def family_term(
         if adaptive:
             if report is not None:
                 report(f"bounding blocks of rounds adaptively ({len(kept_cells)} cells)")
-            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options)
+            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, report=report)
             if blocks is not None:
                 return blocks
         return (Term((up,), lows, count),)
@@ -399,7 +399,7 @@ def family_term(
         # the block too (it holds for any data): keep the better of the two at every x, so the same-data
         # bound is never looser than the default one.  Built first: a ledger too large for the memory cap
         # is refused here, before the block's cover composes every member count times.
-        changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False) if adaptive else None
+        changing = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, lower=False, report=report) if adaptive else None
         per_round = CertifiedPLD(spacing, changing or (Term((up,), lows, count),), **options).dominating_measures()
         # Each member composed count times on a coarser lattice (its measures embed into the ledger's).
         coarse = spacing * _BLOCK_COARSENING
@@ -436,6 +436,7 @@ def _adaptive_terms(
     block: int | None = None,
     split: list[tuple[int, int, int]] | None = None,
     base: Callable[[int], tuple[Term, ...]] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> tuple[Term, ...] | None:
     """``count`` rounds as ``⌊count/b⌋`` certified adaptive blocks of ``b`` rounds (``block``, by default
     :func:`_block_rounds`) and one block of the remaining ``count mod b`` rounds, read off the same recursion
@@ -526,7 +527,8 @@ def _adaptive_terms(
         runs = split
     choices = [choice(r, factor) for r in runs]
     # One recursion gives both block lengths: its round ``rest`` bounds the last, shorter block.
-    recursion = adaptive_profile(choices, list(envelopes), spacing * factor, -hi, hi, top, tilts, backend, infinity=up.infinity)
+    recursion = adaptive_profile(choices, list(envelopes), spacing * factor, -hi, hi, top, tilts, backend, infinity=up.infinity,
+                                 progress=_ticker(report, f"adaptive recursion, {len(choices)} choices, blocks of {rounds} rounds"))
     blocks, gain = {}, 0.0
     for (r, (measures, lo_r, size_r, envelope)), values in zip(envelopes.items(), recursion):
         # The recursion's points replace the composed envelope's value where they are lower.
@@ -550,7 +552,8 @@ def _adaptive_terms(
             return ((Term((blocks[rounds],), lows, q, lower_count=q * rounds),) if q else ()) + (
                 (Term((blocks[extra],), lows, 1, lower_count=extra),) if extra else ())
 
-        terms = _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer, split=runs, base=shorter)
+        terms = _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer, split=runs, base=shorter,
+                                report=report)
         if terms is not None:
             return terms
     # A realisable adaptive strategy as a lower bound (on a coarsened lattice where the ledger's is too fine:
@@ -558,7 +561,7 @@ def _adaptive_terms(
     strategy = None
     if lower and quotient == 1 and not rest:  # read only when this block is the whole ledger
         spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
-        strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend, blocks[rounds], spectra)
+        strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend, blocks[rounds], spectra, report)
     terms = (Term((blocks[rounds],), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
     return terms + ((Term((blocks[rest],), lows, 1, lower_count=rest),) if rest else ())
 
@@ -648,7 +651,7 @@ def _block_rounds(count: int) -> int:
 
 def _adaptive_lower(
     witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, end: int, tilts: list[float], fft_backend: str,
-    upper: LatticeDirection, spectra_bytes: float,
+    upper: LatticeDirection, spectra_bytes: float, report: Callable[[str], None] | None = None,
 ) -> LatticeDirection | None:
     """A lattice measure whose profile is, at every ``x``, at most the hockey-stick profile at ``x`` of some
     realisable adaptive strategy over ``rounds`` rounds (the witnesses in both orders, chosen round by
@@ -695,12 +698,14 @@ def _adaptive_lower(
     coarse = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(directions), 4 * _LOWER_ADAPTIVE_POINTS)))
     options = [lower_direction(d.discretize(spacing * coarse)) for d in directions]
     usage = np.zeros(len(options))
-    runs = [(coarse, options, _strategy_values(options, rounds, spacing * coarse, -(-end // coarse), tilts, fft_backend, usage))]
+    runs = [(coarse, options, _strategy_values(options, rounds, spacing * coarse, -(-end // coarse), tilts, fft_backend, usage,
+                                               _ticker(report, f"adaptive lower end, {len(options)} options, {rounds} rounds")))]
     kept = [i for i in range(len(options)) if usage[i] > 0.0 and usage[i] >= _LOWER_KEEP_SHARE * usage.sum()]
     fine = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(kept), _LOWER_MAX_POINTS)))
     if kept and fine < coarse and _lower_gap(runs[0][2], coarse, upper, spacing) > _LOWER_REFINE_GAP:
         chosen = [lower_direction(directions[i].discretize(spacing * fine)) for i in kept]
-        runs.append((fine, chosen, _strategy_values(chosen, rounds, spacing * fine, -(-end // fine), tilts, fft_backend)))
+        runs.append((fine, chosen, _strategy_values(chosen, rounds, spacing * fine, -(-end // fine), tilts, fft_backend,
+                                                    progress=_ticker(report, f"adaptive lower end refined, {len(chosen)} options"))))
     factor = runs[-1][0]
     hi = -(-end // factor)
     below = np.zeros(2 * hi)
@@ -732,14 +737,23 @@ def _lower_gap(values: NDArray[np.float64], factor: int, upper: LatticeDirection
     return _epsilon_gain(profile_at(upper, points * factor, spacing), values, points.astype(np.float64), largest=1e-2)
 
 
+def _ticker(report: Callable[[str], None] | None, what: str) -> Callable[[float], None] | None:
+    """``tick(fraction done)`` for a long recursion: reports ``"what: 42 %"`` to ``report`` at most every
+    ``REPORT_SECONDS`` (:func:`pldshuffle.mechanisms.base.build_progress`); ``None`` without a reporter."""
+    if report is None:
+        return None
+    with reporting_to(report):
+        return build_progress(what)
+
+
 def _strategy_values(
     options: list[LatticeDirection], rounds: int, spacing: float, hi: int, tilts: list[float], fft_backend: str,
-    usage: NDArray[np.float64] | None = None,
+    usage: NDArray[np.float64] | None = None, progress: Callable[[float], None] | None = None,
 ) -> NDArray[np.float64]:
     """Lower bounds on the value of a realisable adaptive strategy over ``options`` at the lattice points
     ``-hi .. hi`` (:func:`pldshuffle.adaptive.adaptive_lower_profile`), shifted right by the options'
     rounding offsets where their certificate allows (see :func:`_adaptive_lower`), never negative."""
-    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage)
+    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage, progress)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
     penalty = rounding_penalty(np.max([o.offset_log_mgf for o in options], axis=0) * rounds, steps)

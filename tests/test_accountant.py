@@ -294,10 +294,13 @@ def test_binary_rr_changing_data_covers_the_adaptive_worst_case(n, eps0, rounds)
 
 def test_progress_announces_each_stage_before_its_work(monkeypatch):
     """A family is announced before it is built (kRR weak at 1e6 users takes ~12 s to build), and a branch
-    and bound over datasets reports while it runs (every REPORT_SECONDS)."""
+    and bound over datasets and the adaptive recursions (upper and lower end, seconds each for few users)
+    report while they run (every REPORT_SECONDS)."""
     from pldshuffle import dominating
+    from pldshuffle.mechanisms import base
 
     monkeypatch.setattr(dominating, "REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(base, "REPORT_SECONDS", 0.0)
     messages: list[str] = []
     mechanism = _rr(300, 1.0, "worst")
     real = type(mechanism).pair_family
@@ -312,3 +315,5 @@ def test_progress_announces_each_stage_before_its_work(monkeypatch):
     assert stages.index("building") < stages.index("discretising") < stages.index("composing")
     assert any(m.startswith("branch and bound over datasets: ") for m in messages)
     assert any(m.startswith("bounding blocks of rounds adaptively") for m in messages)
+    assert any(m.startswith("adaptive recursion, ") and m.endswith("100 %") for m in messages)
+    assert any(m.startswith("adaptive lower end, ") and m.endswith("100 %") for m in messages)

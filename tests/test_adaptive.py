@@ -61,7 +61,7 @@ def test_tilted_frames_make_the_tail_error_relative():
 
 def _bounds(mechanism, rounds, eps, adaptive=True, monkeypatch=None):
     if not adaptive:
-        monkeypatch.setattr(dominating, "_adaptive_terms", lambda *args: None)
+        monkeypatch.setattr(dominating, "_adaptive_terms", lambda *args, **kwargs: None)
     return ps.FourierAccountant().compose(mechanism, count=rounds).get_delta_bounds(eps)
 
 
