@@ -114,6 +114,26 @@ def test_one_recursion_gives_every_round_asked_for():
         adaptive_profile(options, [0, 2], spacing, -hi, hi, _no_tail, [0.0])
 
 
+def test_each_round_reads_its_own_tail_bound_and_reports_progress():
+    """Right of the window, round j reads ``top(x, j - 1)`` (the bound of the rounds composed so far: one
+    bound for the whole block had left a round-off floor near the loss cap), and ``progress`` hears of every
+    round, ending at 1."""
+    mechanism = ps.ShuffledBinaryRR(4, 1.3)
+    spacing = 0.05
+    options = [upper_direction(d.discretize(spacing)) for m in range(4) for d in mechanism.dataset_pair(m).directions]
+    hi = int(math.ceil(2 * 1.3 / spacing))  # the window ends before 3 rounds' largest loss: the tail is read
+    asked, done = [], []
+
+    def top(x, j):
+        asked.append(j)
+        return np.zeros(x.size)
+
+    (values,) = adaptive_profile(options, [3], spacing, -hi, hi, top, [0.0], progress=done.append)
+    assert asked == [0, 1, 2] and done == pytest.approx([1 / 3, 2 / 3, 1.0])
+    (plain,) = adaptive_profile(options, [3], spacing, -hi, hi, _no_tail, [0.0])
+    np.testing.assert_array_equal(values, plain)
+
+
 def test_window_must_straddle_zero():
     mechanism = ps.ShuffledBinaryRR(3, 1.0)
     options = [upper_direction(d.discretize(0.1)) for d in mechanism.dataset_pair(0).directions]
