@@ -347,10 +347,8 @@ class CertifiedPLD:
             # upper end, every entry's witness whose log-MGF there is largest (the heaviest tail at that
             # saddle point): three rounds of 2RR at n = 30, 5000, 5000, δ = 1e-10: lower end 11.186 → 11.421.
             for d in range(width):
-                for theta in _choose_tilts(self._combinations("upper")[d], self.spacing)[1:]:
-                    scores = [[float(log_mgf(wit[min(d, len(wit) - 1)].factor(1), self.spacing, np.array([theta]), exact=True)[0])
-                               if wit[min(d, len(wit) - 1)].finite_mass > 0.0 else -math.inf for wit in t.lower] for t in self.terms]
-                    choice = tuple(int(np.argmax(row)) for row in scores)
+                for theta in self._tilts("upper", d)[1:]:
+                    choice = tuple(int(np.argmax([self._tail_score(wit[min(d, len(wit) - 1)], theta) for wit in t.lower])) for t in self.terms)
                     if choice not in choices:
                         choices.append(choice)
         combos = []
@@ -367,6 +365,19 @@ class CertifiedPLD:
             combos.append([(self.terms[0].adaptive_lower, 1)])
         self._cache["lower-combinations"] = combos
         return combos
+
+    def _tilts(self, part: str, index: int) -> list[float]:
+        """θ = 0 and the saddle points of combination ``index`` of ``part`` (:func:`_choose_tilts`, cached)."""
+        key = f"tilts-{part}-{index}"
+        if key not in self._cache:
+            self._cache[key] = _choose_tilts(self._combinations(part)[index], self.spacing)
+        return self._cache[key]
+
+    def _tail_score(self, direction: LatticeDirection, theta: float) -> float:
+        """log E[e^{θL}; L < ∞] of one round of ``direction``: how heavy its tail is near that saddle point."""
+        if direction.finite_mass <= 0.0:
+            return -math.inf
+        return float(log_mgf(direction.factor(1), self.spacing, np.array([theta]), exact=True)[0])
 
     def _realize_upper(self) -> list[Composite]:
         return [self._composite(combo, upper=True, index=i) for i, combo in enumerate(self._combinations("upper"))]
@@ -390,7 +401,7 @@ class CertifiedPLD:
         if key in self._cache:
             return self._cache[key]
         plans = []
-        for combo in self._combinations(part):
+        for index, combo in enumerate(self._combinations(part)):
             shifts, penalties = np.zeros(1), np.zeros(1)
             if part == "lower" and all(d.finite_mass > 0.0 for d, _ in combo):
                 shifts, penalties = shift_certificate(combo, self.spacing)
@@ -403,7 +414,7 @@ class CertifiedPLD:
                 # ε ≤ 327.90 against 326.88 below; 327.00 with its own), and a witness's than the upper
                 # combination's (2RR n = 3000, ε0 = 8, 200 rounds: m = 0 reaches δ = 1e-12 at ε = 950, where
                 # shared tilts' windows had ended; the lower end was 894.5).
-                for theta in _choose_tilts(combo, self.spacing):
+                for theta in self._tilts(part, index):
                     # Not widened down to ε = 0: below its start a window's upper values add the mass it
                     # misses there (Realization.bottom_mass, ≤ TAIL_TOLERANCE at θ = 0), where a window from 0
                     # held a million rounds' mean loss in lattice points (2RR n = 1000, ε0 = 8, 1e6 rounds:

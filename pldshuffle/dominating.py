@@ -38,7 +38,7 @@ from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_
 from .certified import CertifiedPLD, distinct_tilts
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
-from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress, reporting_to
+from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress
 from .pld import MASS_RTOL, PrivacyLossPair
 from .spacing import SHORT_LEDGER
 
@@ -528,7 +528,7 @@ def _adaptive_terms(
     choices = [choice(r, factor) for r in runs]
     # One recursion gives both block lengths: its round ``rest`` bounds the last, shorter block.
     recursion = adaptive_profile(choices, list(envelopes), spacing * factor, -hi, hi, top, tilts, backend, infinity=up.infinity,
-                                 progress=_ticker(report, f"adaptive recursion, {len(choices)} choices, blocks of {rounds} rounds"))
+                                 progress=build_progress(f"adaptive recursion, {len(choices)} choices, blocks of {rounds} rounds", report))
     blocks, gain = {}, 0.0
     for (r, (measures, lo_r, size_r, envelope)), values in zip(envelopes.items(), recursion):
         # The recursion's points replace the composed envelope's value where they are lower.
@@ -699,13 +699,13 @@ def _adaptive_lower(
     options = [lower_direction(d.discretize(spacing * coarse)) for d in directions]
     usage = np.zeros(len(options))
     runs = [(coarse, options, _strategy_values(options, rounds, spacing * coarse, -(-end // coarse), tilts, fft_backend, usage,
-                                               _ticker(report, f"adaptive lower end, {len(options)} options, {rounds} rounds")))]
+                                               build_progress(f"adaptive lower end, {len(options)} options, {rounds} rounds", report)))]
     kept = [i for i in range(len(options)) if usage[i] > 0.0 and usage[i] >= _LOWER_KEEP_SHARE * usage.sum()]
     fine = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(kept), _LOWER_MAX_POINTS)))
     if kept and fine < coarse and _lower_gap(runs[0][2], coarse, upper, spacing) > _LOWER_REFINE_GAP:
         chosen = [lower_direction(directions[i].discretize(spacing * fine)) for i in kept]
         runs.append((fine, chosen, _strategy_values(chosen, rounds, spacing * fine, -(-end // fine), tilts, fft_backend,
-                                                    progress=_ticker(report, f"adaptive lower end refined, {len(chosen)} options"))))
+                                                    progress=build_progress(f"adaptive lower end refined, {len(chosen)} options", report))))
     factor = runs[-1][0]
     hi = -(-end // factor)
     below = np.zeros(2 * hi)
@@ -735,15 +735,6 @@ def _lower_gap(values: NDArray[np.float64], factor: int, upper: LatticeDirection
     hi = (values.size - 1) // 2
     points = np.arange(-hi, hi + 1)
     return _epsilon_gain(profile_at(upper, points * factor, spacing), values, points.astype(np.float64), largest=1e-2)
-
-
-def _ticker(report: Callable[[str], None] | None, what: str) -> Callable[[float], None] | None:
-    """``tick(fraction done)`` for a long recursion: reports ``"what: 42 %"`` to ``report`` at most every
-    ``REPORT_SECONDS`` (:func:`pldshuffle.mechanisms.base.build_progress`); ``None`` without a reporter."""
-    if report is None:
-        return None
-    with reporting_to(report):
-        return build_progress(what)
 
 
 def _strategy_values(

@@ -55,10 +55,11 @@ def reporting_to(report: Callable[[str], None] | None) -> Iterator[None]:
         _REPORT.reset(token)
 
 
-def build_progress(what: str) -> Callable[[float], None]:
-    """A ``tick(fraction_done)`` for one long step of a pair-family build: reports ``"what: 42 %"`` to the
-    reporter of :func:`reporting_to`, at most every :data:`REPORT_SECONDS` (nothing without one)."""
-    report = _REPORT.get()
+def build_progress(what: str, report: Callable[[str], None] | None = None) -> Callable[[float], None]:
+    """A ``tick(fraction_done)`` for one long step (a pair-family build, an adaptive recursion): reports
+    ``"what: 42 %"`` to ``report``, or else to the reporter of :func:`reporting_to`, at most every
+    :data:`REPORT_SECONDS` (nothing without one)."""
+    report = report if report is not None else _REPORT.get()
     last = time.monotonic()
 
     def tick(fraction: float) -> None:
