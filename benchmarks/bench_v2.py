@@ -87,6 +87,9 @@ _CASES = [
      (1e-2, 1e-6, 1e-10, 1e-15), {"n": 300, "local_epsilon": 3.0, "rounds": 64}),
     ("2rr_worst_1e4_1024_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**4, 2.0), 1024)",
      (1e-2, 1e-6, 1e-12), {"n": 10**4, "local_epsilon": 2.0, "rounds": 1024}),
+    # Few users over many blocks: the blocks are lengthened where their composition would miss the target.
+    ("2rr_worst_100_1e4_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(100, 2.0), 10**4)",
+     (1e-2, 1e-6, 1e-12), {"n": 100, "local_epsilon": 2.0, "rounds": 10**4}),
     ("2rr_worst_1e4_1e5_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**4, 2.0), 100000)",
      (1e-6,), {"n": 10**4, "local_epsilon": 2.0, "rounds": 100000}),
     ("2rr_worst_1e6_year", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**6, 2.0), 365)",

@@ -41,6 +41,7 @@ def build_ledger(
     tolerance: float,
     options: dict[str, Any],
     report: Callable[[str], None],
+    target: float | None = None,
 ) -> CertifiedPLD:
     """The realised composition of ``entries`` (``((mechanism, same_data), count)``) at ``spacing``.
 
@@ -62,6 +63,9 @@ def build_ledger(
         ``fft_backend`` and ``max_memory_bytes`` of every :class:`CertifiedPLD`.
     report : callable
         Progress callback (stage messages).
+    target : float, optional
+        The ledger's relative ε gap target (adaptive blocks are lengthened where they would miss it, see
+        :func:`pldshuffle.dominating.family_term`); default: each entry's own.
 
     Raises
     ------
@@ -74,7 +78,7 @@ def build_ledger(
             _check_spans(entries, family, spacing, options)
             if coarsen:
                 _probe(entries, family, spacing, options)
-            return _build(entries, family, spacing, tolerance, options, report)
+            return _build(entries, family, spacing, tolerance, options, report, target)
         except MemoryBudgetError as exc:
             if not coarsen or attempt == COARSENINGS:
                 tried = f" (after coarsening the lattice {COARSENINGS} times)" if coarsen else ""
@@ -157,13 +161,14 @@ def _build(
     tolerance: float,
     options: dict[str, Any],
     report: Callable[[str], None],
+    target: float | None,
 ) -> CertifiedPLD:
     pld = None
     for (mechanism, same_data), count in entries:
         fam = family(mechanism)
         cover = " (branch and bound over datasets)" if fam.cells is not None else ""
         report(f"discretising {mechanism.describe()} on a lattice of spacing {spacing:.3g}{cover}")
-        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report)
+        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target)
         terms = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
         _return_freed_memory()
         caveats = fam.caveats + (

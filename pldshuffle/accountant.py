@@ -56,7 +56,10 @@ class FourierAccountant:
         whose neighbouring pairs alone would take more than half of it (worst-case covers of
         :class:`~pldshuffle.ShuffledBinaryRR` at ~1e10 users: ``ShuffleMechanism.family_bytes``).
     relative_gap_target : float, optional
-        Override the automatic relative ε-gap target (1e-4 / 1e-3 / 2e-3 for 1 / ≤64 / more rounds).
+        Override the automatic relative ε-gap target (1e-4 / 1e-3 / 2e-3 for 1 / ≤64 / more rounds).  It sizes
+        the lattice and the worst-case covers; a long ledger of a worst case over datasets whose adaptive
+        blocks would miss it is redone in longer blocks (:func:`pldshuffle.dominating.family_term`; tens of
+        seconds, announced like any slow computation).
     progress : callable, optional
         Called with a short message at each stage of building the composition.  A composition estimated
         to take more than ~30 s (:func:`pldshuffle._estimate.estimated_seconds`) is announced there and
@@ -172,7 +175,7 @@ class FourierAccountant:
                              tail_mass=self.ledger_tail_mass, max_memory_bytes=cap)
             options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
             self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
-                                     tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report)
+                                     tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report, target=target)
         return self._pld
 
     def _check_family_memory(self) -> None:

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._estimate import SLOW_SECONDS
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size
 from .certified import CertifiedPLD, distinct_tilts
@@ -40,7 +42,8 @@ from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
 from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress
 from .pld import MASS_RTOL, PrivacyLossPair
-from .spacing import SHORT_LEDGER
+from .results import SlowComputationWarning
+from .spacing import SHORT_LEDGER, relative_target
 
 __all__ = ["MAX_WITNESSES", "envelope", "family_term"]
 
@@ -127,6 +130,11 @@ _RECURSION_TILT_DELTAS = (1e-4, 1e-10, 1e-16)
 _ADAPTIVE_FLOOR = 1e-30
 #: Largest rounds × tilts × choices × window points of one recursion (about 10 s).
 _ADAPTIVE_WORK = 3e9
+#: Blocks whose composition leaves an estimated gap above the ledger's target are lengthened within this
+#: work (about 30 s; 2RR, 1e4 rounds: 1024-round blocks of 40-50 choices, 18-30 s).
+_REFINE_WORK = 3e10
+#: Points at which that estimate reads both ends.
+_GAP_POINTS = 1000
 #: The witnesses stop when their envelope is this close (relative) to the realisable one.
 _WITNESS_TOLERANCE = 1e-3
 #: An envelope's bound between lattice points where it is known: chords, refined until this close (relative).
@@ -338,10 +346,13 @@ def family_term(
     options: dict | None = None,
     tolerance: float = _CELL_TOLERANCE,
     report: Callable[[str], None] | None = None,
+    target: float | None = None,
 ) -> tuple[Term, ...]:
     """The certified terms of ``count`` rounds of a mechanism given by its pair family.
 
     ``report`` (optional) receives a progress message every few seconds of a branch and bound over datasets.
+    ``target`` is the ledger's relative ε gap target (default :func:`pldshuffle.spacing.relative_target` of
+    ``count``): adaptive blocks that compose are lengthened where they would miss it (:func:`_adaptive_terms`).
 
     ``same_data=False`` (default): per-round envelope, composed ``count`` times (data may change between
     rounds); for a family of cells, blocks of up to ``_BLOCK_ROUNDS`` rounds bounded by the adaptive
@@ -389,7 +400,8 @@ def family_term(
         if adaptive:
             if report is not None:
                 report(f"bounding blocks of rounds adaptively ({len(kept_cells)} cells)")
-            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, report=report)
+            blocks = _adaptive_terms(kept_cells, up, lows, witnesses, spacing, count, options, report=report,
+                                     target=relative_target(count) if target is None else target)
             if blocks is not None:
                 return blocks
         return (Term((up,), lows, count),)
@@ -437,6 +449,8 @@ def _adaptive_terms(
     split: list[tuple[int, int, int]] | None = None,
     base: Callable[[int], tuple[Term, ...]] | None = None,
     report: Callable[[str], None] | None = None,
+    target: float | None = None,
+    work: float = _ADAPTIVE_WORK,
 ) -> tuple[Term, ...] | None:
     """``count`` rounds as ``⌊count/b⌋`` certified adaptive blocks of ``b`` rounds (``block``, by default
     :func:`_block_rounds`) and one block of the remaining ``count mod b`` rounds, read off the same recursion
@@ -460,8 +474,18 @@ def _adaptive_terms(
     (``base``) in place of the per-round envelope, so it is never looser than them (2RR n = 300, ε0 = 2,
     1000 rounds, δ = 1e-6: gap 3.6 → 1.0 ‰ in 3.9 → 10 s; n = 20, ε0 = 3, 130 rounds as one block; the year
     of n = 1e6 gains 4e-4 from its block and keeps 64 rounds).  Frames: :func:`_profile_tilts`.
+
+    Where the blocks compose and the gain rule does not lengthen them (or cannot afford to, within ``work``:
+    rounds × frames × (choices + 1) × FFT length), but the block gains more than ``target`` (the ledger's
+    relative gap target; None: never), the term's own gap decides: where :func:`_estimated_gap` exceeds
+    ``target``, the longer block is tried with ``_REFINE_WORK`` instead, after a
+    :class:`SlowComputationWarning` where this call is then expected to take over ``SLOW_SECONDS``.  Every
+    block composition gives up the adaptive gain again, so a ledger of many blocks misses its target however
+    fine its lattice (2RR n = 3000, ε0 = 3, 1e4 rounds, δ = 1e-3: gap 2.4 ‰ in 256-round blocks, 1.15 ‰ in
+    1024-round ones, 15 → 38 s); ledgers within their target pay only the estimate (0.3-3.6 s).
     Cost: ``b × tilts × (choices + 1)`` FFTs of the window, plus the screening passes of the splits.
     """
+    began = time.perf_counter()
     if up.finite_mass <= 0.0:
         return None
     rounds = block or _block_rounds(count)
@@ -515,10 +539,13 @@ def _adaptive_terms(
     tilts = _profile_tilts(profile, lo_f, spacing)
     size = adaptive_window_size([choice(r, factor) for r in runs], -hi, hi)
     per_choice = rounds * len(tilts) * size
-    if per_choice * (len(runs) + 1) > _ADAPTIVE_WORK:
+    if per_choice * (len(runs) + 1) > work:
         return None
     backend = options.get("fft_backend", "auto")
-    limit = min(_MAX_CHOICES, int(_ADAPTIVE_WORK // per_choice) - 1)
+    # The recursion keeps each choice's half-spectrum in every frame: the splits may hold an eighth of the
+    # memory cap in them (the runs they start from are kept whatever the cap).
+    held = options.get("max_memory_bytes", math.inf) / 8 / (len(tilts) * 16 * (size // 2 + 1))
+    limit = min(_MAX_CHOICES, int(work // per_choice) - 1, max(len(runs), int(min(held, _MAX_CHOICES))))
     if split is None:
         screen = max(1, -(-2 * end // _SCREEN_POINTS))  # the screening passes' lattice coarsening
         runs = _split_used_runs(runs, lambda r: choice(r, screen), min(rounds, _SCREEN_ROUNDS), spacing * screen, -(-end // screen), top, tilts, backend,
@@ -527,8 +554,10 @@ def _adaptive_terms(
         runs = split
     choices = [choice(r, factor) for r in runs]
     # One recursion gives both block lengths: its round ``rest`` bounds the last, shorter block.
+    started = time.perf_counter()
     recursion = adaptive_profile(choices, list(envelopes), spacing * factor, -hi, hi, top, tilts, backend, infinity=up.infinity,
                                  progress=build_progress(f"adaptive recursion, {len(choices)} choices, blocks of {rounds} rounds", report))
+    seconds_per_work = (time.perf_counter() - started) / (per_choice * (len(choices) + 1))
     blocks, gain = {}, 0.0
     for (r, (measures, lo_r, size_r, envelope)), values in zip(envelopes.items(), recursion):
         # The recursion's points replace the composed envelope's value where they are lower.
@@ -543,17 +572,40 @@ def _adaptive_terms(
             blocks[r] = _convex_minorant(envelope, total, lo_r, spacing)
         except _HullOutOfRange:  # the caller composes the per-round envelope instead
             return None
-    longer = min(count, _LONG_BLOCK_ROUNDS if rounds < _LONG_BLOCK_ROUNDS else _MAX_BLOCK_ROUNDS)
-    if longer > rounds and gain >= _LONG_BLOCK_GAIN * rounds / _BLOCK_ROUNDS:
-        def shorter(r: int) -> tuple[Term, ...]:
-            """``r`` rounds in this call's blocks (``r mod rounds`` is 0 or ``rest``: the longer blocks are
-            multiples of ``rounds``, and their remainder is ``≡ count``)."""
-            q, extra = divmod(r, rounds)
-            return ((Term((blocks[rounds],), lows, q, lower_count=q * rounds),) if q else ()) + (
-                (Term((blocks[extra],), lows, 1, lower_count=extra),) if extra else ())
 
-        terms = _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer, split=runs, base=shorter,
-                                report=report)
+    def shorter(r: int) -> tuple[Term, ...]:
+        """``r`` rounds in this call's blocks (``r mod rounds`` is 0 or ``rest``: the longer blocks are
+        multiples of ``rounds``, and their remainder is ``≡ count``)."""
+        q, extra = divmod(r, rounds)
+        return ((Term((blocks[rounds],), lows, q, lower_count=q * rounds),) if q else ()) + (
+            (Term((blocks[extra],), lows, 1, lower_count=extra),) if extra else ())
+
+    longer = min(count, _LONG_BLOCK_ROUNDS if rounds < _LONG_BLOCK_ROUNDS else _MAX_BLOCK_ROUNDS)
+    if longer > rounds:
+        def lengthened(budget: float) -> tuple[Term, ...] | None:
+            return _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer, split=runs, base=shorter,
+                                   report=report, target=target, work=budget)
+
+        terms = lengthened(work) if gain >= _LONG_BLOCK_GAIN * rounds / _BLOCK_ROUNDS else None
+        # Lengthening recovers what block boundaries give back, at most what adaptivity gains: not where the
+        # block gains less than the target (the year of n = 1e6 gains 4e-4; its gap of 2.4e-3 at δ = 1e-2
+        # stayed with 256-round or whole-ledger blocks, 4 → 21 s).
+        if terms is None and target is not None and gain > target:
+            gap = _estimated_gap(shorter(count), lows, spacing, count, options)
+            if gap > target:
+                # The longer recursion costs about its work's share of this one's time (same window size),
+                # and a block of the whole ledger adds its adaptive lower end's two runs (over the witnesses
+                # in both orders, each within _LOWER_ADAPTIVE_WORK).
+                longer_work = per_choice * longer / rounds
+                strategy_work = 2 * min(_LOWER_ADAPTIVE_WORK, longer_work * 2 * len(witnesses)) if longer == count and lower else 0.0
+                seconds = seconds_per_work * (longer_work * (min(len(runs), _MAX_CHOICES) + 1) + strategy_work)
+                message = (f"blocks of {rounds} rounds leave an estimated gap of {gap:.2g} (target {target:.2g}): "
+                           f"redoing them in blocks of {longer} rounds (~{seconds:.0f} s)")
+                if time.perf_counter() - began + seconds > SLOW_SECONDS:
+                    warnings.warn(message, SlowComputationWarning, stacklevel=2)
+                if report is not None:
+                    report(message)
+                terms = lengthened(max(work, _REFINE_WORK))
         if terms is not None:
             return terms
     # A realisable adaptive strategy as a lower bound (on a coarsened lattice where the ledger's is too fine:
@@ -562,8 +614,42 @@ def _adaptive_terms(
     if lower and quotient == 1 and not rest:  # read only when this block is the whole ledger
         spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
         strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend, blocks[rounds], spectra, report)
-    terms = (Term((blocks[rounds],), lows, quotient, lower_count=quotient * rounds, adaptive_lower=strategy),)
-    return terms + ((Term((blocks[rest],), lows, 1, lower_count=rest),) if rest else ())
+    if strategy is None:
+        return shorter(count)
+    return (Term((blocks[rounds],), lows, 1, lower_count=rounds, adaptive_lower=strategy),)
+
+
+def _estimated_gap(terms: tuple[Term, ...], lows: tuple, spacing: float, count: int, options: dict) -> float:
+    """Estimated relative ε gap, δ ∈ [1e-12, 1e-2], of ``terms`` alone (decides whether to refine them, never a
+    bound): their composed upper measures against the certified lower end of the witnesses ``lows`` composed
+    ``count`` times.  Only the witness directions whose log-MGF is largest at a tilt of the upper profile
+    (:func:`_profile_tilts`: the heaviest tail near a saddle point) are composed, and both ends are read
+    between ``_GAP_POINTS`` points, so the estimate may err either way (by 0.1 % where measured; by 10 % near
+    the loss cap on a coarse lattice).  Cost: the upper realisation and, for each of up to three witnesses,
+    both ends of its own."""
+    upper = CertifiedPLD(spacing, terms, **options).dominating_measures()
+    lo, size = _common_range(upper)
+    profile = _max_profile(upper, lo, size, spacing)
+    directions = [d for witness in lows for d in witness if d.finite_mass > 0.0]
+    first = max(lo, 0)  # ε ≥ 0
+    if not directions or first > lo + size:
+        return 0.0
+
+    def heaviest(theta: float) -> int:
+        scores = [log_mgf(d.factor(1), spacing, np.array([theta]), exact=True)[0] for d in directions]
+        return int(np.argmax(scores))
+
+    # Read on _GAP_POINTS points from the upper end's ε(1e-2), less 10 %, to its ε(1e-12): a larger gap is
+    # clipped there, and still far above any target.
+    lattice = np.arange(first, lo + size + 1) * spacing
+    levels = -np.log(np.array([1e-2, 1e-12]))
+    reach = np.interp(levels, -np.log(np.maximum(profile[first - lo :], 1e-300)), lattice)
+    x = np.linspace(0.9 * reach[0], reach[1], _GAP_POINTS)
+    lower = np.zeros(x.size)
+    for index in sorted({heaviest(theta) for theta in _profile_tilts(profile, lo, spacing)}):
+        witness = (directions[index],)
+        np.maximum(lower, CertifiedPLD(spacing, (Term(witness, (witness,), count),), **options).delta_bounds(x)[0], out=lower)
+    return _epsilon_gain(np.interp(x, lattice, profile[first - lo :]), lower, x, largest=1e-2, smallest=1e-12)
 
 
 def _profile_tilts(profile: NDArray[np.float64], lo: int, spacing: float) -> list[float]:
@@ -626,10 +712,12 @@ def _split_used_runs(
     return runs
 
 
-def _epsilon_gain(before: NDArray[np.float64], after: NDArray[np.float64], x: NDArray[np.float64], largest: float = 0.5) -> float:
-    """Largest relative decrease of ε(δ), δ ∈ [1e-15, ``largest``], from the non-increasing profile ``before``
-    to ``after`` (both at the points ``x``; ε read by interpolating log δ linearly)."""
-    levels = -np.log(np.logspace(-15, math.log10(largest), 30))
+def _epsilon_gain(
+    before: NDArray[np.float64], after: NDArray[np.float64], x: NDArray[np.float64], largest: float = 0.5, smallest: float = 1e-15
+) -> float:
+    """Largest relative decrease of ε(δ), δ ∈ [``smallest``, ``largest``], from the non-increasing profile
+    ``before`` to ``after`` (both at the points ``x``; ε read by interpolating log δ linearly)."""
+    levels = -np.log(np.logspace(math.log10(smallest), math.log10(largest), 30))
 
     def epsilon(values: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.interp(levels, -np.log(np.maximum(values, 1e-300)), x)

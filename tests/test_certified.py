@@ -459,7 +459,7 @@ def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
     def attempt(shortfalls):
         tried = []
 
-        def fake(entries, family, spacing, tolerance, options, report):
+        def fake(entries, family, spacing, tolerance, options, report, target):
             tried.append(spacing)
             if len(tried) <= len(shortfalls):
                 raise MemoryBudgetError("over the cap", shortfalls[len(tried) - 1] * 100.0, 100.0)
