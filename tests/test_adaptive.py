@@ -283,6 +283,19 @@ def test_blocks_grow_where_their_composition_misses_the_target(target, blocks, m
         assert lower[i] <= exact * (1 + 1e-12) + 1e-15 <= upper[i] * (1 + 1e-12) + 2e-15, (e, exact)
 
 
+def test_lengthening_blocks_is_announced(monkeypatch):
+    """The lengthening is reported through ``progress=`` with the estimated gap and time, and warned as a slow
+    computation where the call is then expected to pass ``SLOW_SECONDS`` (patched to 0)."""
+    for name, value in (("_BLOCK_ROUNDS", 1), ("_LONG_BLOCK_ROUNDS", 2), ("_MAX_BLOCK_ROUNDS", 2), ("_LONG_BLOCKS", 100),
+                        ("_LONG_BLOCK_GAIN", math.inf), ("SLOW_SECONDS", 0.0)):
+        monkeypatch.setattr(dominating, name, value)
+    messages: list[str] = []
+    accountant = ps.FourierAccountant(relative_gap_target=1e-9, value_discretization_interval=0.01, progress=messages.append)
+    with pytest.warns(ps.SlowComputationWarning, match="redoing them in blocks of 2 rounds"):
+        accountant.compose(ps.ShuffledBinaryRR(4, 2.0), count=3).certified_pld()
+    assert any(m.startswith("blocks of 1 rounds leave an estimated gap of") for m in messages), messages
+
+
 def test_the_estimated_gap_of_long_blocks_is_the_certified_one(monkeypatch):
     """The estimate that decides whether to lengthen blocks (:func:`dominating._estimated_gap`) composes the
     blocks' upper measures against the heaviest-tailed witnesses' certified lower ends: on a ledger of
