@@ -133,6 +133,9 @@ _ADAPTIVE_WORK = 3e9
 #: Blocks whose composition leaves an estimated gap above the ledger's target are lengthened within this
 #: work (about 30 s; 2RR, 1e4 rounds: 1024-round blocks of 40-50 choices, 18-30 s).
 _REFINE_WORK = 3e10
+#: ... and up to blocks of this many rounds, one step beyond the gain rule's (2RR n = 103, ε0 = 3.07, 5226
+#: rounds: 3.96 ‰ in 1024-round blocks, 1.56 ‰ in 2048-round ones, 27 → 55 s).
+_LONGEST_BLOCK_ROUNDS = 2048
 #: Points at which that estimate reads both ends.
 _GAP_POINTS = 1000
 #: The per-round envelope's composition may exceed the memory cap by this factor before the blocks are built
@@ -561,8 +564,13 @@ def _adaptive_terms(
         screen = max(1, -(-2 * end // _SCREEN_POINTS))  # the screening passes' lattice coarsening
         runs = _split_used_runs(runs, lambda r: choice(r, screen), min(rounds, _SCREEN_ROUNDS), spacing * screen, -(-end // screen), top, tilts, backend,
                                 up.infinity, limit)
-    elif len(split) <= limit:  # (else the even runs: any runs cover every unit)
+    elif len(split) <= limit:
         runs = split
+    else:
+        # The even runs are coarser than the split the shorter blocks chose: such a block gained nothing over
+        # them (2RR n = 103, ε0 = 3.07, 5226 rounds: 1024-round blocks of 32 even runs, 3.96 ‰) and would stop
+        # the target from lengthening them with the runs they chose (1.56 ‰).
+        return None
     choices = [choice(r, factor) for r in runs]
     # One recursion gives both block lengths: its round ``rest`` bounds the last, shorter block.
     started = time.perf_counter()
@@ -592,12 +600,14 @@ def _adaptive_terms(
             (Term((blocks[extra],), lows, 1, lower_count=extra),) if extra else ())
 
     longer = min(count, _LONG_BLOCK_ROUNDS if rounds < _LONG_BLOCK_ROUNDS else _MAX_BLOCK_ROUNDS)
-    if longer > rounds:
-        def lengthened(budget: float) -> tuple[Term, ...] | None:
-            return _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=longer, split=runs, base=shorter,
+    # The target may lengthen blocks one step further than the gain rule (to _LONGEST_BLOCK_ROUNDS).
+    refined = longer if longer > rounds else min(count, _LONGEST_BLOCK_ROUNDS)
+    if refined > rounds:
+        def lengthened(length: int, budget: float) -> tuple[Term, ...] | None:
+            return _adaptive_terms(cells, up, lows, witnesses, spacing, count, options, lower=lower, block=length, split=runs, base=shorter,
                                    report=report, target=target, work=budget)
 
-        terms = lengthened(work) if gain >= _LONG_BLOCK_GAIN * rounds / _BLOCK_ROUNDS else None
+        terms = lengthened(longer, work) if longer > rounds and gain >= _LONG_BLOCK_GAIN * rounds / _BLOCK_ROUNDS else None
         # Lengthening recovers what block boundaries give back, at most what adaptivity gains: not where the
         # block gains less than the target (the year of n = 1e6 gains 4e-4; its gap of 2.4e-3 at δ = 1e-2
         # stayed with 256-round or whole-ledger blocks, 4 → 21 s).
@@ -607,16 +617,16 @@ def _adaptive_terms(
                 # The longer recursion costs about its work's share of this one's time (same window size),
                 # and a block of the whole ledger adds its adaptive lower end's two runs (over the witnesses
                 # in both orders, each within _LOWER_ADAPTIVE_WORK).
-                longer_work = per_choice * longer / rounds
-                strategy_work = 2 * min(_LOWER_ADAPTIVE_WORK, longer_work * 2 * len(witnesses)) if longer == count and lower else 0.0
-                seconds = seconds_per_work * (longer_work * (min(len(runs), _MAX_CHOICES) + 1) + strategy_work)
+                refined_work = per_choice * refined / rounds
+                strategy_work = 2 * min(_LOWER_ADAPTIVE_WORK, refined_work * 2 * len(witnesses)) if refined == count and lower else 0.0
+                seconds = seconds_per_work * (refined_work * (min(len(runs), _MAX_CHOICES) + 1) + strategy_work)
                 message = (f"blocks of {rounds} rounds leave an estimated gap of {gap:.2g} (target {target:.2g}): "
-                           f"redoing them in blocks of {longer} rounds (~{seconds:.0f} s)")
+                           f"redoing them in blocks of {refined} rounds (~{seconds:.0f} s)")
                 if time.perf_counter() - began + seconds > SLOW_SECONDS:
                     warnings.warn(message, SlowComputationWarning, stacklevel=2)
                 if report is not None:
                     report(message)
-                terms = lengthened(max(work, _REFINE_WORK))
+                terms = lengthened(refined, max(work, _REFINE_WORK))
         if terms is not None:
             return terms
     # A realisable adaptive strategy as a lower bound (on a coarsened lattice where the ledger's is too fine:

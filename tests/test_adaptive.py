@@ -241,6 +241,7 @@ def test_blocks_grow_where_the_short_block_gains_much(gain, blocks, longest, mon
     monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 1)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", 2)
     monkeypatch.setattr(dominating, "_MAX_BLOCK_ROUNDS", longest)
+    monkeypatch.setattr(dominating, "_LONGEST_BLOCK_ROUNDS", longest)
     monkeypatch.setattr(dominating, "_LONG_BLOCKS", 100)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", gain)
     n, eps0, rounds = 4, 2.0, 3
@@ -254,15 +255,16 @@ def test_blocks_grow_where_the_short_block_gains_much(gain, blocks, longest, mon
         assert lower[i] <= exact * (1 + 1e-12) + 1e-15 <= upper[i] * (1 + 1e-12) + 2e-15, (e, exact)
 
 
-@pytest.mark.parametrize("target, blocks", [(0.5, (1,)), (1e-9, (2, 1))])
-def test_blocks_grow_where_their_composition_misses_the_target(target, blocks, monkeypatch):
+@pytest.mark.parametrize("target, longest, blocks", [(0.5, 2, (1,)), (1e-9, 2, (2, 1)), (1e-9, 3, (3,))])
+def test_blocks_grow_where_their_composition_misses_the_target(target, longest, blocks, monkeypatch):
     """Where the gain rule keeps the short blocks (patched: never), the term's estimated gap decides where the
     block gains more than the ledger's target: above it the ledger is redone in longer blocks (patched:
-    1 → 2 rounds, 3 = 2 + 1), which still cover the exact adaptive worst case; a target above the gain keeps
-    the short blocks without estimating."""
+    1 → 2 rounds, 3 = 2 + 1; then, one step beyond the gain rule's longest, one block of 3), which still
+    cover the exact adaptive worst case; a target above the gain keeps the short blocks without estimating."""
     monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 1)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", 2)
     monkeypatch.setattr(dominating, "_MAX_BLOCK_ROUNDS", 2)
+    monkeypatch.setattr(dominating, "_LONGEST_BLOCK_ROUNDS", longest)
     monkeypatch.setattr(dominating, "_LONG_BLOCKS", 100)
     monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", math.inf)
     estimates = []
@@ -276,7 +278,7 @@ def test_blocks_grow_where_their_composition_misses_the_target(target, blocks, m
         warnings.simplefilter("error")  # a few milliseconds: no slow-computation warning
         pld = accountant.compose(ps.ShuffledBinaryRR(n, eps0), count=rounds).certified_pld()
     assert tuple(t.lower_count // t.count for t in pld.terms) == blocks
-    assert len(estimates) == (1 if target < 0.5 else 0) and all(e > 1e-9 for e in estimates), estimates
+    assert len(estimates) == (longest - 1 if target < 0.5 else 0) and all(e > 1e-9 for e in estimates), estimates
     lower, upper = pld.delta_bounds(BUDGETS)
     for i, e in enumerate(BUDGETS):
         exact = delta_adaptive(members, rounds, float(e))
@@ -286,7 +288,7 @@ def test_blocks_grow_where_their_composition_misses_the_target(target, blocks, m
 def test_lengthening_blocks_is_announced(monkeypatch):
     """The lengthening is reported through ``progress=`` with the estimated gap and time, and warned as a slow
     computation where the call is then expected to pass ``SLOW_SECONDS`` (patched to 0)."""
-    for name, value in (("_BLOCK_ROUNDS", 1), ("_LONG_BLOCK_ROUNDS", 2), ("_MAX_BLOCK_ROUNDS", 2), ("_LONG_BLOCKS", 100),
+    for name, value in (("_BLOCK_ROUNDS", 1), ("_LONG_BLOCK_ROUNDS", 2), ("_MAX_BLOCK_ROUNDS", 2), ("_LONGEST_BLOCK_ROUNDS", 2), ("_LONG_BLOCKS", 100),
                         ("_LONG_BLOCK_GAIN", math.inf), ("SLOW_SECONDS", 0.0)):
         monkeypatch.setattr(dominating, name, value)
     messages: list[str] = []

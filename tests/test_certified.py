@@ -455,7 +455,8 @@ def test_adaptive_blocks_are_built_on_a_lattice_their_composition_fits(monkeypat
     n = 100, ε0 = 2, 1e4 rounds under 256 MiB took 44 s, now 25 s).  Blocks patched to 4 rounds."""
     import pldshuffle.dominating as dominating
 
-    for name, value in (("_BLOCK_ROUNDS", 4), ("_LONG_BLOCKS", 10**9), ("_LONG_BLOCK_ROUNDS", 4), ("_MAX_BLOCK_ROUNDS", 4)):
+    for name, value in (("_BLOCK_ROUNDS", 4), ("_LONG_BLOCKS", 10**9), ("_LONG_BLOCK_ROUNDS", 4), ("_MAX_BLOCK_ROUNDS", 4),
+                        ("_LONGEST_BLOCK_ROUNDS", 4)):
         monkeypatch.setattr(dominating, name, value)
     spacings = []
     adaptive_terms = dominating._adaptive_terms
