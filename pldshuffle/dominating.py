@@ -492,8 +492,10 @@ def _adaptive_terms(
     Where the blocks compose and the gain rule does not lengthen them (or cannot afford to, within ``work``:
     rounds × frames × (choices + 1) × FFT length), but the block gains more than ``target`` (the ledger's
     relative gap target; None: never), the term's own gap decides: where :func:`_estimated_gap` exceeds
-    ``target``, the longer block is tried with ``_REFINE_WORK`` instead, after a
-    :class:`SlowComputationWarning` where this call is then expected to take over ``SLOW_SECONDS``.  Every
+    ``target``, the longer block (from 1024 rounds on, one of ``_LONGEST_BLOCK_ROUNDS``) is tried with
+    ``_REFINE_WORK`` instead, after a :class:`SlowComputationWarning` where this call is then expected to
+    take over ``SLOW_SECONDS``.  A longer block is built only on the runs its shorter blocks chose (``split``;
+    None where the work cannot afford them: coarser runs gain nothing over the shorter blocks).  Every
     block composition gives up the adaptive gain again, so a ledger of many blocks misses its target however
     fine its lattice (2RR n = 3000, ε0 = 3, 1e4 rounds, δ = 1e-3: gap 2.4 ‰ in 256-round blocks, 1.15 ‰ in
     1024-round ones, 15 → 38 s); ledgers within their target pay only the estimate (0.3-3.6 s).
