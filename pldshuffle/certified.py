@@ -348,7 +348,7 @@ class CertifiedPLD:
             # saddle point): three rounds of 2RR at n = 30, 5000, 5000, δ = 1e-10: lower end 11.186 → 11.421.
             for d in range(width):
                 for theta in self._tilts("upper", d)[1:]:
-                    choice = tuple(int(np.argmax([self._tail_score(wit[min(d, len(wit) - 1)], theta) for wit in t.lower])) for t in self.terms)
+                    choice = tuple(int(np.argmax([tail_score(wit[min(d, len(wit) - 1)], self.spacing, theta) for wit in t.lower])) for t in self.terms)
                     if choice not in choices:
                         choices.append(choice)
         combos = []
@@ -372,12 +372,6 @@ class CertifiedPLD:
         if key not in self._cache:
             self._cache[key] = _choose_tilts(self._combinations(part)[index], self.spacing)
         return self._cache[key]
-
-    def _tail_score(self, direction: LatticeDirection, theta: float) -> float:
-        """log E[e^{θL}; L < ∞] of one round of ``direction``: how heavy its tail is near that saddle point."""
-        if direction.finite_mass <= 0.0:
-            return -math.inf
-        return float(log_mgf(direction.factor(1), self.spacing, np.array([theta]), exact=True)[0])
 
     def _realize_upper(self) -> list[Composite]:
         return [self._composite(combo, upper=True, index=i) for i, combo in enumerate(self._combinations("upper"))]
@@ -505,6 +499,14 @@ def _choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> 
     long = sum(n for _, n in combo) > _LONG_LEDGER
     levels = ((_LONG_TILT_DELTA,) if long else ()) + _TILT_DELTAS
     return distinct_tilts(float(thetas[int(np.argmin((log_m - math.log(delta)) / thetas))]) for delta in levels)
+
+
+def tail_score(direction: LatticeDirection, spacing: float, theta: float) -> float:
+    """log E[e^{θL}; L < ∞] of one round of ``direction`` (−∞ without finite losses): how heavy its tail is
+    near the saddle point θ, where the witness with the largest score is the one to compose."""
+    if direction.finite_mass <= 0.0:
+        return -math.inf
+    return float(log_mgf(direction.factor(1), spacing, np.array([theta]), exact=True)[0])
 
 
 def distinct_tilts(candidates: Iterable[float]) -> list[float]:

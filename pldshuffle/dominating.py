@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from ._estimate import SLOW_SECONDS
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size
-from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts
+from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts, tail_score
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
 from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress
@@ -133,8 +133,8 @@ _ADAPTIVE_WORK = 3e9
 #: Blocks whose composition leaves an estimated gap above the ledger's target are lengthened within this
 #: work (about 30 s; 2RR, 1e4 rounds: 1024-round blocks of 40-50 choices, 18-30 s).
 _REFINE_WORK = 3e10
-#: ... and up to blocks of this many rounds, one step beyond the gain rule's (2RR n = 103, ε0 = 3.07, 5226
-#: rounds: 3.96 ‰ in 1024-round blocks, 1.56 ‰ in 2048-round ones, 27 → 55 s).
+#: ... and up to blocks of this many rounds, one step beyond the gain rule's (2RR n = 300, ε0 = 1, 1e5
+#: rounds: largest gap over δ 2.08 ‰ in 1024-round blocks, 1.77 ‰ in 2048-round ones, 49 → 85 s).
 _LONGEST_BLOCK_ROUNDS = 2048
 #: Points at which that estimate reads both ends.
 _GAP_POINTS = 1000
@@ -571,7 +571,7 @@ def _adaptive_terms(
     else:
         # The even runs are coarser than the split the shorter blocks chose: such a block gained nothing over
         # them (2RR n = 103, ε0 = 3.07, 5226 rounds: 1024-round blocks of 32 even runs, 3.96 ‰) and would stop
-        # the target from lengthening them with the runs they chose (1.56 ‰).
+        # the target from lengthening them with the runs they chose (1.66 ‰).
         return None
     choices = [choice(r, factor) for r in runs]
     # One recursion gives both block lengths: its round ``rest`` bounds the last, shorter block.
@@ -621,7 +621,7 @@ def _adaptive_terms(
                 # in both orders, each within _LOWER_ADAPTIVE_WORK).
                 refined_work = per_choice * refined / rounds
                 strategy_work = 2 * min(_LOWER_ADAPTIVE_WORK, refined_work * 2 * len(witnesses)) if refined == count and lower else 0.0
-                seconds = seconds_per_work * (refined_work * (min(len(runs), _MAX_CHOICES) + 1) + strategy_work)
+                seconds = seconds_per_work * (refined_work * (len(runs) + 1) + strategy_work)
                 message = (f"blocks of {rounds} rounds leave an estimated gap of {gap:.2g} (target {target:.2g}): "
                            f"redoing them in blocks of {refined} rounds (~{seconds:.0f} s)")
                 if time.perf_counter() - began + seconds > SLOW_SECONDS:
@@ -658,10 +658,6 @@ def _estimated_gap(terms: tuple[Term, ...], lows: tuple, spacing: float, count: 
     if not directions or first > lo + size:
         return 0.0
 
-    def heaviest(theta: float) -> int:
-        scores = [log_mgf(d.factor(1), spacing, np.array([theta]), exact=True)[0] for d in directions]
-        return int(np.argmax(scores))
-
     # Read on _GAP_POINTS points from the upper end's ε(1e-2), less 10 %, to its ε(1e-12): a larger gap is
     # clipped there, and still far above any target.
     lattice = np.arange(first, lo + size + 1) * spacing
@@ -669,7 +665,8 @@ def _estimated_gap(terms: tuple[Term, ...], lows: tuple, spacing: float, count: 
     reach = np.interp(levels, -np.log(np.maximum(profile[first - lo :], 1e-300)), lattice)
     x = np.linspace(0.9 * reach[0], reach[1], _GAP_POINTS)
     lower = np.zeros(x.size)
-    for index in sorted({heaviest(theta) for theta in _profile_tilts(profile, lo, spacing)}):
+    heaviest = {int(np.argmax([tail_score(d, spacing, theta) for d in directions])) for theta in _profile_tilts(profile, lo, spacing)}
+    for index in sorted(heaviest):
         witness = (directions[index],)
         np.maximum(lower, CertifiedPLD(spacing, (Term(witness, (witness,), count),), **options).delta_bounds(x)[0], out=lower)
     return _epsilon_gain(np.interp(x, lattice, profile[first - lo :]), lower, x, largest=1e-2, smallest=1e-12)
