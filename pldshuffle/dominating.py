@@ -1137,7 +1137,7 @@ class QueryRefinement:
             values[index : index + 1] = [upper_of(c) for c in children]
         # The realisable end reads the largest datasets: those of the cells now largest at ε, at most
         # _KEPT_MEMBERS of them (revealing every split's datasets doubled the pairs built and held a third
-        # of a refined cover).
+        # of a refined cover).  Counted by pair: an enumerated cell holds several.
         known = {id(p) for p in self._members}
         held, count = self._usage()
         revealed = 0
@@ -1145,6 +1145,8 @@ class QueryRefinement:
             if revealed >= _KEPT_MEMBERS or not self._room_for(2, held, count):
                 break
             for p in _lowers(self._cells[int(i)]):
+                if revealed >= _KEPT_MEMBERS:
+                    break
                 if id(p) not in known:
                     self._members.append(p)
                     known.add(id(p))

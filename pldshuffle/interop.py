@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ._kernels import UNIT_ROUNDOFF
 from ._validation import check_int, check_positive_finite
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
@@ -223,6 +224,8 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
         masses = np.asarray(dense._probs, dtype=np.float64)
         # dp-accounting's masses may sum to 1 + O(1e-10) (its rounding); the excess is within our slack.
         scale = min(1.0, (1.0 - dense._infinity_mass) / max(masses.sum(), 1e-300))
-        directions.append(LossDistribution(losses, masses * scale, infinity_mass=float(dense._infinity_mass)))
+        # The imported lattice is the pair: its losses err only by the rounding of (lower + i)·Δ.
+        error = 4.0 * UNIT_ROUNDOFF * (1.0 + float(np.max(np.abs(losses), initial=0.0)))
+        directions.append(LossDistribution(losses, masses * scale, infinity_mass=float(dense._infinity_mass), loss_error=error))
     backward = None if pld._symmetric else directions[1]
     return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description)

@@ -35,14 +35,27 @@ from ._kernels import UNIT_ROUNDOFF as _U, profile_at_points
 from ._validation import check_probability
 from .grid import DiscretizedDirection, discretize
 
-__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart"]
+__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
 
 #: Assumed relative accuracy of each probability mass (Boost's binomial pmf: ≤ 5e-12 up to 1e8 trials).
 MASS_RTOL = 1e-10
 #: Relative error allowance for sums and suffix-sum cancellation, times the mass involved.
 SUM_RTOL = 1e-12
-#: Losses computed within this (relative) distance below ε are treated as possibly above it.
+#: Default allowance for the error of a computed loss, times ``1 + |loss|``: log-ratios of masses accurate to
+#: MASS_RTOL are within 2·MASS_RTOL plus a few roundings.  A loss distribution without its own certified
+#: ``loss_error`` takes ``2·LOSS_ATOL·(1 + max|loss|)``.
 LOSS_ATOL = 1e-9
+
+
+def log_ratio_error(largest_log: float, relative_error: float = 0.0) -> float:
+    """Bound on the absolute error of a loss computed as ``log(num) - log(den)`` (or as ``log1p`` of their
+    difference over ``den``) in double precision, where the computed ``num`` and ``den`` are each within
+    ``relative_error`` of the exact ones and ``|log num|, |log den| ≤ largest_log``.
+
+    The inputs move the exact log-ratio by at most ``2·relative_error/(1 - relative_error)``; each logarithm
+    errs by a few ulps of its value and the difference by one of the result.  O(1).
+    """
+    return 2.0 * relative_error / (1.0 - relative_error) + 8.0 * _U * (1.0 + 3.0 * largest_log)
 
 
 def _clean(losses: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -77,12 +90,19 @@ class LossDistribution:
         Mass at loss ``+inf`` (numerator mass where the denominator is 0).
     truncated_mass : float
         Mass dropped by tail truncation, location unknown (``+inf`` for upper bounds, deleted for lower).
+    loss_error : float, optional
+        Absolute bound on the error of every finite loss (each lies within it of the exact loss).  Bounds on
+        the profile count it in full: over ``k`` rounds it can move ε by ``k·loss_error``, so mechanisms
+        state the bound of their own computation (shuffled binary randomized response: ~1e-13 at
+        ε0 = 1e-3).  Not given (NaN): ``2·LOSS_ATOL·(1 + max|loss|)``, the allowance for log-ratios of
+        masses accurate to ``MASS_RTOL``.
     """
 
     losses: NDArray[np.float64]
     masses: NDArray[np.float64]
     infinity_mass: float = 0.0
     truncated_mass: float = 0.0
+    loss_error: float = math.nan
 
     def __post_init__(self) -> None:
         losses = np.asarray(self.losses, dtype=np.float64).ravel()
@@ -101,6 +121,13 @@ class LossDistribution:
             raise ValueError(f"total probability mass must be <= 1, got {total!r}")
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "masses", masses)
+        if isinstance(self.loss_error, float) and math.isnan(self.loss_error):  # not given: the default allowance
+            largest = float(max(-losses[0], losses[-1])) if losses.size else 0.0
+            object.__setattr__(self, "loss_error", 2.0 * LOSS_ATOL * (1.0 + largest))
+        elif not (isinstance(self.loss_error, (int, float)) and math.isfinite(self.loss_error) and self.loss_error >= 0.0):
+            raise ValueError(f"loss_error must be a finite float >= 0, got {self.loss_error!r}")
+        else:
+            object.__setattr__(self, "loss_error", float(self.loss_error))
 
     # Suffix sums A_j = sum_{i>=j} m_i and B_j = sum_{i>=j} m_i e^{-s_i} (with a trailing 0) give
     # H(eps) = inf + A_j - e^eps B_j for the first j with s_j > eps, in O(log N) per query.  B is kept as
@@ -136,19 +163,20 @@ class LossDistribution:
 
         The finite part comes from one positive sweep (:func:`~pldshuffle._kernels.profile_at_points`),
         raised by its rounding (``8u`` per step, steps = support + points) and by ``MASS_RTOL``; it is read
-        at ``ε - 2·LOSS_ATOL·(1 + |ε|)`` (``H`` is non-increasing), which counts the losses within
-        ``LOSS_ATOL`` below ε as above it.  O(N + K) for K points.
+        at ``ε - loss_error``: every exact loss is at most ``loss_error`` above the computed one, and ``H``
+        is non-decreasing in each loss.  O(N + K) for K points.
         """
         eps = np.asarray(epsilon, dtype=np.float64)
-        finite = profile_at_points(self.losses, self.masses, eps - 2.0 * LOSS_ATOL * (1.0 + np.abs(eps)))
+        finite = profile_at_points(self.losses, self.masses, eps - self.loss_error)
         rounding = 1.0 + 8.0 * _U * (self.losses.size + eps.size + 2)
         return np.minimum((finite * rounding + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL), 1.0)
 
     def hockey_stick_upper_swept(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         """Strict upper bounds on ``H_{e^ε}`` at ascending finite ``ε`` with the slack of
-        :meth:`hockey_stick_bounds` (the losses within ``LOSS_ATOL`` below ε enter a slack proportional to
-        their mass, rather than shifting ε as :meth:`hockey_stick_upper_sorted` does, which cost 2e-3 of ε
-        at ε ~ 1e-6), from one positive sweep and transient tail sums: nothing is kept.  O(N + K log N)."""
+        :meth:`hockey_stick_bounds` (the losses' error enters a slack proportional to the mass above
+        ``ε - loss_error`` rather than shifting ε as :meth:`hockey_stick_upper_sorted` does; the same where
+        ``loss_error`` is certified small), from one positive sweep and transient tail sums: nothing is
+        kept.  O(N + K log N)."""
         eps = np.asarray(epsilon, dtype=np.float64)
         finite = profile_at_points(self.losses, self.masses, eps) * (1.0 + 8.0 * _U * (self.losses.size + eps.size + 2))
         return self._upper_with_slack(finite, eps, keep=False)[0]
@@ -206,10 +234,12 @@ class LossDistribution:
 
     def _upper_with_slack(self, finite: NDArray[np.float64], eps: NDArray[np.float64], keep: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(upper, slack)`` from the finite part of ``H`` at ``eps``: the slack covers rounding of the sums
-        (accumulated over the support) and of the losses themselves (the mass within ``LOSS_ATOL`` below ε
-        counts), and the upper end books the masses at +∞ and their ``MASS_RTOL``."""
-        near = self._mass_above(np.searchsorted(self.losses, eps - LOSS_ATOL * (1.0 + np.abs(eps)), side="right"), keep)
-        slack = (SUM_RTOL + 8.0 * _U * self.losses.size) * near * (1.0 + np.abs(eps))
+        (accumulated over the support) and the losses' own error, and the upper end books the masses at +∞
+        and their ``MASS_RTOL``.  The exact ``H(ε)`` lies between the computed one at ``ε ± loss_error``,
+        which differ from it by at most ``loss_error`` times the mass above ``ε - loss_error`` (``|H'| ≤``
+        the mass above ε)."""
+        near = self._mass_above(np.searchsorted(self.losses, eps - self.loss_error, side="right"), keep)
+        slack = ((SUM_RTOL + 8.0 * _U * self.losses.size) * (1.0 + np.abs(eps)) + self.loss_error * (1.0 + SUM_RTOL)) * near
         upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
         return np.minimum(upper, 1.0), slack
 
@@ -344,7 +374,11 @@ def _direction(num: NDArray[np.float64], den: NDArray[np.float64]) -> LossDistri
     # log a - log b loses everything below an ulp of |log a| (two masses an ulp apart got loss 0 and δ(0) = 0
     # on the lattice, below the exact 1.7e-18); within a factor 2, a - b is exact (Sterbenz) and log1p keeps it.
     close = (a <= 2.0 * b) & (b <= 2.0 * a)
-    losses = np.where(close, np.log1p((a - b) / np.where(close, b, 1.0)), np.log(a) - np.log(b))
+    log_a, log_b = np.log(a), np.log(b)
+    losses = np.where(close, np.log1p((a - b) / np.where(close, b, 1.0)), log_a - log_b)
     infinity = float(num[(num > 0) & (den == 0)].sum())
     deficit = max(0.0, 1.0 - float(num.sum()))
-    return LossDistribution(losses, num[both], infinity_mass=min(infinity, 1.0), truncated_mass=min(deficit, 1.0))
+    # The masses are the pair (taken as exact): a loss errs only by its roundings (log1p of an exact
+    # difference by a few ulps of 1).
+    error = log_ratio_error(float(np.max(np.maximum(np.abs(log_a), np.abs(log_b))))) if a.size else 0.0
+    return LossDistribution(losses, num[both], infinity_mass=min(infinity, 1.0), truncated_mass=min(deficit, 1.0), loss_error=error)

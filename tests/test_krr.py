@@ -36,11 +36,13 @@ COORDINATES = {"strong": 2, "khh21": 2, "weak": 3, "histogram": 3}
 EPSILONS = (0.0, 0.05, 0.3, 1.0, 2.5)
 
 
-def width_allowance(exact: float, eps: float, support: int) -> float:
-    """1e-9 relative, plus the absolute rounding slack LossDistribution books near ε, ``(SUM_RTOL + 8u·S)(1 + ε)``
-    for S support points, once on each end of the bracket (n=6, k=2, γ=0.996, ε=0 has width 2.26e-12
-    against 2.23e-12 counted once; n=3, k=2, γ=0.99999 needs the 8u·S term)."""
-    return 1e-9 * exact + 2.0 * (SUM_RTOL + 8.0 * 2.0**-53 * support) * (1.0 + eps) + 1e-15
+def width_allowance(exact: float, eps: float, direction) -> float:
+    """1e-9 relative, plus the absolute slack LossDistribution books near ε, ``(SUM_RTOL + 8u·S)(1 + ε)`` for
+    S support points and the losses' error bound (times a mass ≤ 1), once on each end of the bracket (n=6,
+    k=2, γ=0.996, ε=0 has width 2.26e-12 against 2.23e-12 counted once; n=3, k=2, γ=0.99999 needs the 8u·S
+    term)."""
+    rounding = (SUM_RTOL + 8.0 * 2.0**-53 * direction.losses.size) * (1.0 + eps)
+    return 1e-9 * exact + 2.0 * (rounding + direction.loss_error) + 1e-15
 
 
 def forward(mechanism: ShuffledKRR, **kwargs):
@@ -222,7 +224,7 @@ def test_delta_bracketed_by_reference_enumeration(adversary):
                 for eps, lo, up in zip(EPSILONS, lower, upper):
                     exact = ref.delta_exact(exact_pair, eps)
                     assert lo <= exact <= up, (n, k, gamma, eps, lo, exact, up)
-                    assert up - lo <= width_allowance(exact, eps, pair.forward.losses.size), (n, k, gamma, eps, lo, up)
+                    assert up - lo <= width_allowance(exact, eps, pair.forward), (n, k, gamma, eps, lo, up)
 
 
 @settings(max_examples=25, deadline=None)
@@ -242,7 +244,7 @@ def test_delta_matches_reference_property(adversary, n, k, gamma, eps):
     lo, up = pair.delta_bounds(eps)
     exact = ref.delta_exact(REFERENCE_PAIRS[adversary](n, k, gamma), eps)
     assert lo[0] <= exact <= up[0]
-    assert up[0] - lo[0] <= width_allowance(exact, eps, pair.forward.losses.size)
+    assert up[0] - lo[0] <= width_allowance(exact, eps, pair.forward)
 
 
 @pytest.mark.parametrize(

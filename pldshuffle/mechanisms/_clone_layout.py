@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import clone_fill_support, clone_loss_range, clone_stream, num_threads
-from ..pld import LossDistribution, PrivacyLossPair
+from .._kernels import UNIT_ROUNDOFF as _U, clone_fill_support, clone_loss_range, clone_stream, num_threads
+from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
 
@@ -71,6 +71,20 @@ class Layout:
         part = slice(first, stop)
         arrays = (self.totals, self.a_lo, self.a_hi, self.start, self.start_value, self.u, self.v, self.kappa)
         return (*(a[part] for a in arrays), *self.constants)
+
+    @property
+    def loss_error(self) -> float:
+        """Bound on the error of every computed loss ``log(num/den)`` (:func:`~pldshuffle.pld.log_ratio_error`).
+
+        ``num = e·a + nu·b + kappa`` and ``den = nu·a + mu·b + kappa`` are sums of non-negative terms whose
+        inputs (``e = e^{ε0}``, ``kappa``) are within a few ulps, so each is within ~16u; ``den`` is at
+        least ``min(1, kappa)`` (``a + b ≥ 1``) and neither exceeds ``e·T + T + kappa``.  O(blocks).
+        """
+        e = self.constants[0]
+        kappa = self.kappa[np.isfinite(self.kappa) & (self.kappa > 0.0)]
+        top = e * float(self.totals.max(initial=1)) + float(self.totals.max(initial=1)) + float(kappa.max(initial=0.0))
+        bottom = min(1.0, float(kappa.min(initial=1.0)))
+        return log_ratio_error(max(math.log(top), -math.log(bottom)), 16.0 * _U)
 
 
 def support_estimate(num_users: int, clone_probability: float, share: float, tail_mass: float) -> float:
@@ -171,7 +185,7 @@ def exact_pair(lay: Layout, label: str) -> PrivacyLossPair:
     losses = np.empty(lay.support)
     masses = np.empty(lay.support)
     infinity = clone_fill_support(*lay.kernel_args(), offsets=offsets, losses=losses, masses=masses)
-    direction = LossDistribution(losses, masses, infinity_mass=min(infinity, 1.0), truncated_mass=lay.dropped)
+    direction = LossDistribution(losses, masses, infinity_mass=min(infinity, 1.0), truncated_mass=lay.dropped, loss_error=lay.loss_error)
     return PrivacyLossPair(direction, None, label=label)
 
 
@@ -189,7 +203,7 @@ def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair
     (cell_mass, cell_tilt), infinity = stream_in_pieces(
         lay.a_hi - lay.a_lo + 1, 2, size, f"streaming {lay.support:,} outcomes onto the loss lattice", stream
     )
-    lower, upper = lattice_distributions(cell_mass, cell_tilt, spacing, j0, infinity, lay.dropped)
+    lower, upper = lattice_distributions(cell_mass, cell_tilt, spacing, j0, infinity, lay.dropped, lay.loss_error)
     note = f"; {lay.support:,} outcomes streamed onto a loss lattice of spacing {spacing:.3g}"
     return (
         PrivacyLossPair(lower, None, label=label + note + ", cell-wise mean-preserving contraction (lower bound)"),

@@ -11,8 +11,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import bin_points
-from ..pld import LossDistribution, PrivacyLossPair
+from .._kernels import UNIT_ROUNDOFF as _U, bin_points
+from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_logpmf
 from ._krr_support import EXACT_SUPPORT_LIMIT, MAX_SUPPORT_POINTS, STREAM_GRID_BINS, refusal, tilted_windows
 from ._lattice import lattice_distributions
@@ -69,13 +69,16 @@ def common_value_pairs(
         return log_p, log_f
 
     tiny = total * np.finfo(np.float64).tiny  # masses flushed to 0 by exp
+    # log f: the log of a sum of three non-negative terms (e^{±ε0} within an ulp), less log n, so the losses
+    # ±log f err by a few ulps of log n + ε0.
+    loss_error = log_ratio_error(log_n + eps0 + 1.0, 4.0 * _U)
     trunc_p, trunc_q = min(drop_p + tiny, 1.0), min(drop_q + tiny, 1.0)
     label = f"kRR histogram view of (1,1..1) vs (2,1..1): n={n}, k={k}, eps0={eps0:.6g}"
     if total <= max_exact_support:
         log_p, log_f = rows(0, v.size)
         pair = PrivacyLossPair(
-            LossDistribution(-log_f, np.exp(log_p), 0.0, trunc_p),
-            LossDistribution(log_f, np.exp(log_p + log_f), 0.0, trunc_q),
+            LossDistribution(-log_f, np.exp(log_p), 0.0, trunc_p, loss_error),
+            LossDistribution(log_f, np.exp(log_p + log_f), 0.0, trunc_q, loss_error),
             label=label,
         )
         return pair, pair
@@ -98,8 +101,8 @@ def common_value_pairs(
         first = stop
     if bad:  # cannot happen: the lattice covers [-smax, smax] with a cell of margin on both sides
         raise RuntimeError(f"internal error: {bad} losses fell outside the streaming lattice")
-    fwd_lower, fwd_upper = lattice_distributions(cells[0], cells[1], spacing, j0, 0.0, trunc_p)
-    bwd_lower, bwd_upper = lattice_distributions(cells[2], cells[3], spacing, j0, 0.0, trunc_q)
+    fwd_lower, fwd_upper = lattice_distributions(cells[0], cells[1], spacing, j0, 0.0, trunc_p, loss_error)
+    bwd_lower, bwd_upper = lattice_distributions(cells[2], cells[3], spacing, j0, 0.0, trunc_q, loss_error)
     return (
         PrivacyLossPair(fwd_lower, bwd_lower, label=label + " (streamed lower bound)"),
         PrivacyLossPair(fwd_upper, bwd_upper, label=label + " (streamed upper bound)"),

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
-from ..pld import LossDistribution
+from .._kernels import UNIT_ROUNDOFF as _U, binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
+from ..pld import LOSS_ATOL, LossDistribution, log_ratio_error
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
 from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
 from .base import build_progress
@@ -81,6 +81,7 @@ def with_zero_atom(dist: LossDistribution, weight: float, atom: float) -> LossDi
         np.append(weight * dist.masses, atom),
         infinity_mass=weight * dist.infinity_mass,
         truncated_mass=weight * dist.truncated_mass,
+        loss_error=dist.loss_error,
     )
 
 
@@ -299,8 +300,26 @@ def tilted_trinomial_support(
     losses, masses = losses[order], masses[order]
     cut = int(np.searchsorted(losses, np.inf))
     # Rounding of the log-space masses (relative ~1e-13 at worst) can push a sure atom a hair above 1.
-    exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated)
+    error = _tilted_loss_error(ratio, log_a, log_b, int(pair_c.max(initial=0)))
+    exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated, loss_error=error)
     return exact, exact
+
+
+def _tilted_loss_error(ratio: NDArray[np.float64], log_a: NDArray[np.float64], log_b: NDArray[np.float64], largest_c: int) -> float:
+    """Bound on the error of the losses ``log(r + x) - log(r + c - x)`` of :func:`fill_tilted_points`.
+
+    ``r = exp(log A - log B)`` is within a few ulps of ``|log A| + |log B|`` (relative) of the exact ratio;
+    ``r = 0`` leaves logarithms of integers and ``r = inf`` the exact loss 0.  Every logarithm is of a
+    number in ``[min(r, 1), r + c]`` (:func:`~pldshuffle.pld.log_ratio_error`).  O(len(ratio)).
+    """
+    finite = np.isfinite(ratio) & (ratio > 0.0)
+    largest_log = math.log1p(largest_c)
+    relative = _U
+    if np.any(finite):
+        r = ratio[finite]
+        largest_log = max(largest_log, float(np.max(np.abs(np.log(r)))), math.log(float(r.max()) + largest_c))
+        relative += 8.0 * _U * (2.0 + float(np.max(np.abs(log_a[finite]) + np.abs(log_b[finite]))))
+    return log_ratio_error(largest_log, relative)
 
 
 def _anchor_logpmf(pair_c: NDArray[np.int64], x_lo: NDArray[np.int64], x_hi: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -397,8 +416,11 @@ def _streamed(
 
     sums, infinity = stream_in_pieces(x_hi - x_lo + 1, 4, size, f"streaming {points:,} points onto the loss lattice", stream)
     infinity = min(infinity, 1.0)
-    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated)  # low mass, low tilt
-    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated)  # up mass, up tilt
+    # Merged outcomes' ratios are sums over their members: the default allowance (a few ulps of each sum are
+    # far below it) rather than the exact path's bound.
+    error = 2.0 * LOSS_ATOL * (1.0 + max(abs(smin), abs(smax)))
+    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated, error)  # low mass, low tilt
+    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated, error)  # up mass, up tilt
     return lower, upper
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from .._kernels import UNIT_ROUNDOFF as _U
 from ..pld import LossDistribution
 from .base import build_progress
 
@@ -97,10 +98,13 @@ def lattice_distributions(
     j0: int,
     infinity_mass: float,
     truncated_mass: float,
+    loss_error: float,
 ) -> tuple[LossDistribution, LossDistribution]:
     """``(lower, upper)`` loss distributions of the cells ``j = j0 .. j0 + len(cell_mass) - 1``.
 
-    Both carry ``infinity_mass`` and ``truncated_mass`` unchanged.  O(cells).
+    Both carry ``infinity_mass`` and ``truncated_mass`` unchanged, and ``loss_error`` (that of the streamed
+    points' losses) plus the lattice points' rounding: spreading or contracting points whose exact losses
+    are within ``loss_error`` of theirs gives measures within it of those of the exact points.  O(cells).
     """
     size = cell_mass.size
     grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
@@ -113,6 +117,7 @@ def lattice_distributions(
         offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0)) * (1.0 - _ROUNDING)
     offset = np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
     infinity = min(float(infinity_mass), 1.0)
-    lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=truncated_mass)
-    upper = LossDistribution(grid, up, infinity_mass=infinity, truncated_mass=truncated_mass)
+    error = loss_error + 4.0 * _U * (1.0 + float(np.max(np.abs(grid))))
+    lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=truncated_mass, loss_error=error)
+    upper = LossDistribution(grid, up, infinity_mass=infinity, truncated_mass=truncated_mass, loss_error=error)
     return lower, upper

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from .._validation import MAX_COUNT, check_choice, check_int, check_local_epsilon
 from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair
-from .._kernels import binomial_walk, two_binomial_pmf, window_dot_error
+from .._kernels import UNIT_ROUNDOFF as _U, binomial_walk, two_binomial_pmf, window_dot_error
 from ._binomial import binomial_pmf, two_binomial_tails
 from .base import DEFAULT_TAIL_MASS, Cell, PairFamily, ShuffleMechanism
 
@@ -60,9 +60,9 @@ _RECURRENCE_WINDOW = 64
 #: ... in segments of at most this many points (each restarted from two windowed dot products) ...
 _SEGMENT = 4096
 #: ... if its a-priori relative error bound is below this, else from the convolution.  The masses may be off
-#: by MASS_RTOL = 1e-10 relative (the rest of a mass's rounding is a few u) and the losses, log-ratios of
-#: neighbours, by LOSS_ATOL = 1e-9 (twice this, at most).  The windows (double-double walks) and the start
-#: values (compensated dot products) take ~1e-14 of it at any n, the segments ≤ 1.1e-11.
+#: by MASS_RTOL = 1e-10 relative (the rest of a mass's rounding is a few u); the losses, functions of
+#: neighbours' ratios, by the bound :func:`_pair_from_noise` states.  The windows (double-double walks) and
+#: the start values (compensated dot products) take ~1e-14 of it at any n, the segments ≤ 1.1e-11.
 _RECURRENCE_RTOL = 8e-11
 
 
@@ -297,6 +297,11 @@ def _pair_from_noise(
     eps0 = math.log1p(-p) - math.log(p)
     loss[prev == 0.0] = eps0
     loss[cur == 0.0] = -eps0
+    # Each N is within MASS_RTOL of the exact pmf, so the ratio within 2·MASS_RTOL (and a rounding), and
+    # |d loss / d log r| = |p - q|·r/((q + pr)(p + qr)) ≤ |p - q| as (q + pr)(p + qr) ≥ r; the rest is a
+    # few roundings of the quotient and logarithm (and of p itself), relative to 1 + ε0.  ~1e-13 at
+    # ε0 = 1e-3, where a default allowance of 2e-9 per round had moved ε by 2e-3 over 1e6 rounds.
+    loss_error = 2.01 * MASS_RTOL * abs(q - p) + 16.0 * _U * (1.0 + eps0)
     def direction(stay: float, move: float, losses: NDArray[np.float64], order: slice) -> LossDistribution:
         # P(N + X = j) = stay·N(j) + move·N(j-1); both weights passed exactly (1 - (1 - p) is not p).
         # Unkept: below and above the range, N(first) without its lower neighbour, N(last) without its upper one.
@@ -307,6 +312,6 @@ def _pair_from_noise(
         # The tails' bounds may exceed what the kept masses leave (a large tail_mass): the unkept mass is
         # at most 1 - (true kept mass), and the kept masses are within MASS_RTOL of the true ones.
         room = max(1.0 - float(np.sum(masses)) * (1.0 - 5.0 * MASS_RTOL), 0.0)
-        return LossDistribution(losses[order], masses, truncated_mass=min(unkept, room, 1.0))
+        return LossDistribution(losses[order], masses, truncated_mass=min(unkept, room, 1.0), loss_error=loss_error)
 
     return PrivacyLossPair(direction(q, p, loss, slice(None, None, -1)), direction(p, q, -loss, slice(None)), label=label)
