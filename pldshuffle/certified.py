@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._kernels import UNIT_ROUNDOFF as _U
 from ._validation import check_delta, check_epsilons
 from .composition import CHERNOFF_LAMBDAS, composed_log_mgf, log_mgf, realize, window
 from .fft import fast_size, get_backend
@@ -435,8 +436,10 @@ class CertifiedPLD:
             return Composite((), infinity, relative)
         factors = [d.factor(n) for d, n in combo]
         shifts, penalties, windows = self._windows("upper" if upper else "lower")[index]
+        # Lower witnesses' losses may exceed the exact ones by their loss error, every round (rounded up).
+        loss_shift = 0.0 if upper else math.fsum(n * d.loss_error for d, n in combo) * (1.0 + 4.0 * _U * len(combo))
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
-            return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties)
+            return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties, loss_shift=loss_shift)
         reals = []
         for theta, lo_index, size in windows:
             backend = get_backend(self.fft_backend, size)
@@ -447,7 +450,7 @@ class CertifiedPLD:
             reals.append(realize(factors, self.spacing, theta, lo_index, size, backend))
             self._cache["bytes"] = held + size * BYTES_PER_POINT
             sizes.add(size)
-        return Composite(tuple(reals), infinity, relative, shifts, penalties)
+        return Composite(tuple(reals), infinity, relative, shifts, penalties, loss_shift=loss_shift)
 
 
 class MemoryBudgetError(ValueError, MemoryError):

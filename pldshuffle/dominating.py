@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from dataclasses import replace
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -833,7 +834,9 @@ def _adaptive_lower(
     except _HullOutOfRange:  # no adaptive lower end: the witnesses' compositions still bound the ledger
         return None
     measure = _from_profile_below(np.maximum(target, 0.0), total, -hi, spacing * factor)
-    return _on_finer_lattice(measure, factor) if factor > 1 else measure
+    measure = _on_finer_lattice(measure, factor) if factor > 1 else measure
+    # Each round's option may have losses up to its loss error above the exact ones (read further right).
+    return replace(measure, loss_error=rounds * max(o.loss_error for _, run_options, _ in runs for o in run_options) * (1.0 + 1e-12))
 
 
 def _lower_gap(values: NDArray[np.float64], factor: int, upper: LatticeDirection, spacing: float) -> float:

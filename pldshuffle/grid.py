@@ -23,6 +23,8 @@ ratio ``Q/P`` of an outcome), ``δ(ε) = E_P[(1 - e^{ε} u)_+]`` is convex in ea
   rounding is better; :meth:`DiscretizedDirection.lower_errors` feeds the choice
   (:meth:`pldshuffle.lattice.LatticeDirection.for_rounds`).
 
+The upper one starts from the losses raised by their certified error (``LossDistribution.loss_error``);
+the lower ones carry it, and their compositions are read that much further right per round.
 The infinity mass and the truncated mass go to ``+inf`` for the upper bound; only the exact infinity
 mass is kept for the lower bound (truncated mass is deleted).
 """
@@ -36,7 +38,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import connect_the_dots, merge_to_lattice, rounding_mgf
+from ._kernels import UNIT_ROUNDOFF as _U, connect_the_dots, merge_to_lattice, rounding_mgf
 
 __all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "discretize", "lower_error_estimates", "moments"]
 
@@ -116,6 +118,9 @@ class DiscretizedDirection:
     lower_infinity: float
     _losses: NDArray[np.float64] = field(repr=False)
     _masses: NDArray[np.float64] = field(repr=False)
+    #: The exact losses lie within this of ``_losses`` (the lower measures carry it; the upper one has it
+    #: built in).
+    loss_error: float = 0.0
 
     @cached_property
     def merged(self) -> LowerMeasure:
@@ -155,15 +160,25 @@ def discretize(
     infinity_mass: float,
     truncated_mass: float,
     spacing: float,
+    loss_error: float = 0.0,
 ) -> DiscretizedDirection:
     """Discretise one direction's exact PLD onto the lattice of the given spacing.
 
-    O(N) for N support points (one pass of :func:`~pldshuffle._kernels.connect_the_dots` for the upper part;
-    the lower part is built on first use), plus O(range/spacing) memory for the output arrays.
+    Each exact loss lies within ``loss_error`` of the computed one: the upper part connects the dots of the
+    losses raised by it (the profile is non-decreasing in every loss, so they dominate the exact PLD); the
+    lower parts merge the losses as computed and carry ``loss_error``, by which every composition of them
+    is read further right (lowering each round's losses by it lowers the composed loss by the sum: an atom
+    at a lattice point, e.g. loss 0, would otherwise drop a whole lattice step).  O(N) for N
+    support points (one pass of :func:`~pldshuffle._kernels.connect_the_dots` for the upper part; the lower
+    part is built on first use), plus O(range/spacing) memory for the output arrays.
     """
     losses = np.ascontiguousarray(losses, dtype=np.float64)
     masses = np.ascontiguousarray(masses, dtype=np.float64)
-    start, upper = connect_the_dots(losses, masses, spacing)
+    raised = losses
+    if loss_error > 0.0:
+        # Rounded upward: the float sum of s and t is within u|s + t| of it, which the margins cover.
+        raised = losses + (loss_error * (1.0 + 4.0 * _U) + 2.0 * _U * np.abs(losses))
+    start, upper = connect_the_dots(raised, masses, spacing)
     return DiscretizedDirection(
         spacing=spacing,
         upper_start=start,
@@ -172,4 +187,5 @@ def discretize(
         lower_infinity=infinity_mass,
         _losses=losses,
         _masses=masses,
+        loss_error=loss_error,
     )

@@ -63,6 +63,9 @@ class LatticeDirection:
     offset_mean: float = 0.0
     alternative: LatticeDirection | None = None
     lower_errors: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    #: Lower measures only: the exact pair's losses may lie this much below the measure's, so a composition
+    #: of ``n`` rounds is read ``n`` times this further right (:attr:`Composite.loss_shift`).
+    loss_error: float = 0.0
 
     @property
     def finite_mass(self) -> float:
@@ -191,6 +194,9 @@ class Composite:
     relative: float
     shifts: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
     penalties: NDArray[np.float64] = field(default_factory=lambda: np.zeros(1))
+    #: Lower composites: the sum of the rounds' loss errors (:attr:`LatticeDirection.loss_error`); the
+    #: exact composition at ε is at least this one at ε + loss_shift.
+    loss_shift: float = 0.0
     _suffix_cache: dict[int, tuple[int, int, NDArray[np.float64]]] = field(default_factory=dict, repr=False)
 
     def upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -246,7 +252,7 @@ class Composite:
         later one's block start lies between them.
         """
         best = np.zeros(eps.shape)
-        x = eps[:, None] - self.shifts[None, :]
+        x = (eps[:, None] + self.loss_shift) - self.shifts[None, :]
         for i, r in enumerate(self.realizations):
             size, starts, suffix = self._blocks(i)
             # Index of the first block start g_k = z_{lo + k·size - 1} with g_k ≥ x (checked in floating point).
@@ -336,6 +342,6 @@ def lower_direction(d) -> LatticeDirection:
 
     def measure(m, **extra: Any) -> LatticeDirection:
         log_mgf = np.asarray(m.rounding_log_mgf, dtype=np.float64) + 1e-12  # covers the sum's rounding
-        return LatticeDirection(m.start, m.masses, d.lower_infinity, log_mgf, m.rounding_mean, **extra)
+        return LatticeDirection(m.start, m.masses, d.lower_infinity, log_mgf, m.rounding_mean, loss_error=d.loss_error, **extra)
 
     return measure(d.merged, alternative=measure(d.rounded), lower_errors=d.lower_errors())

@@ -167,7 +167,7 @@ class LossDistribution:
         is non-decreasing in each loss.  O(N + K) for K points.
         """
         eps = np.asarray(epsilon, dtype=np.float64)
-        finite = profile_at_points(self.losses, self.masses, eps - self.loss_error)
+        finite = profile_at_points(self.losses, self.masses, self._below(eps))
         rounding = 1.0 + 8.0 * _U * (self.losses.size + eps.size + 2)
         return np.minimum((finite * rounding + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL), 1.0)
 
@@ -192,8 +192,9 @@ class LossDistribution:
         return int(self.losses.size)
 
     def discretize(self, spacing: float) -> DiscretizedDirection:
-        """Upper (connect-the-dots) and lower (round-down) grid PLDs on ``z_j = j·spacing``; O(N)."""
-        return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing)
+        """Upper (connect-the-dots) and lower (merged or rounded-down) grid PLDs on ``z_j = j·spacing``, of the
+        losses moved outward by ``loss_error``; O(N)."""
+        return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing, self.loss_error)
 
     def hockey_stick_bounds(self, epsilon: ArrayLike, *, cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Strict lower and upper bounds on ``H_{e^ε}`` of this direction (single round, no grid).
@@ -232,13 +233,19 @@ class LossDistribution:
                 log_tilted.flat[k] = math.log(float(np.sum(scaled))) - self.losses[start]
         return log_tilted
 
+    def _below(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``ε - loss_error``, rounded down (the margins cover the subtraction's rounding)."""
+        if self.loss_error == 0.0:
+            return eps
+        return eps - (self.loss_error * (1.0 + 4.0 * _U) + 2.0 * _U * np.abs(eps))
+
     def _upper_with_slack(self, finite: NDArray[np.float64], eps: NDArray[np.float64], keep: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(upper, slack)`` from the finite part of ``H`` at ``eps``: the slack covers rounding of the sums
         (accumulated over the support) and the losses' own error, and the upper end books the masses at +∞
         and their ``MASS_RTOL``.  The exact ``H(ε)`` lies between the computed one at ``ε ± loss_error``,
         which differ from it by at most ``loss_error`` times the mass above ``ε - loss_error`` (``|H'| ≤``
         the mass above ε)."""
-        near = self._mass_above(np.searchsorted(self.losses, eps - self.loss_error, side="right"), keep)
+        near = self._mass_above(np.searchsorted(self.losses, self._below(eps), side="right"), keep)
         slack = ((SUM_RTOL + 8.0 * _U * self.losses.size) * (1.0 + np.abs(eps)) + self.loss_error * (1.0 + SUM_RTOL)) * near
         upper = (finite + self.infinity_mass + self.truncated_mass) * (1.0 + MASS_RTOL) + slack
         return np.minimum(upper, 1.0), slack
@@ -378,7 +385,11 @@ def _direction(num: NDArray[np.float64], den: NDArray[np.float64]) -> LossDistri
     losses = np.where(close, np.log1p((a - b) / np.where(close, b, 1.0)), log_a - log_b)
     infinity = float(num[(num > 0) & (den == 0)].sum())
     deficit = max(0.0, 1.0 - float(num.sum()))
-    # The masses are the pair (taken as exact): a loss errs only by its roundings (log1p of an exact
-    # difference by a few ulps of 1).
-    error = log_ratio_error(float(np.max(np.maximum(np.abs(log_a), np.abs(log_b))))) if a.size else 0.0
+    # The masses are the pair (taken as exact): a loss errs only by its roundings, log a - log b by a few
+    # ulps of the logarithms, log1p of the exact difference over b by ~2.5 ulps of itself (so a pair an
+    # ulp apart keeps its tiny loss's relative accuracy).
+    far = ~close
+    error = 3.0 * _U * float(np.max(np.abs(losses), initial=0.0))
+    if np.any(far):
+        error = max(error, log_ratio_error(float(np.max(np.maximum(np.abs(log_a[far]), np.abs(log_b[far]))))))
     return LossDistribution(losses, num[both], infinity_mass=min(infinity, 1.0), truncated_mass=min(deficit, 1.0), loss_error=error)

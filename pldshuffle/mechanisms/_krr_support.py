@@ -290,7 +290,7 @@ def tilted_trinomial_support(
     if total > max_exact_support:
         rp = ratio[pair_u]
         args = (pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp)
-        return _streamed(args, truncated, bins, context, tail_mass, advice)
+        return _streamed(args, truncated, bins, context, tail_mass, advice, _tilted_loss_error(ratio, log_a, log_b, int(pair_c.max(initial=0))))
     losses = np.empty(total)
     masses = np.empty(total)
     fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
@@ -377,7 +377,7 @@ def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
 
 
 def _streamed(
-    kernel_args: tuple, truncated: float, bins: int, context: str, tail_mass: float, advice: str
+    kernel_args: tuple, truncated: float, bins: int, context: str, tail_mass: float, advice: str, loss_error: float | None = None
 ) -> tuple[LossDistribution, LossDistribution]:
     """Stream the kept points onto a lattice of ``bins`` cells over their loss range; ``(lower, upper)``.
 
@@ -385,7 +385,9 @@ def _streamed(
     ``advice``) before streaming.
 
     ``kernel_args`` are those of :func:`~pldshuffle._kernels.stream_tilted_points` (pairs with their own
-    tilt and ratio interval).  The loss range comes from the window ends (the loss
+    tilt and ratio interval), whose losses err by at most ``loss_error`` (None: merged outcomes, whose ratios
+    are sums over their members: the default allowance, far above a few ulps of each sum and the members'
+    weights' MASS_RTOL).  The loss range comes from the window ends (the loss
     ``log((r + x)/(r + c - x))`` increases in ``x`` and is monotone in ``r``), at ``r_lo``, ``r`` and
     ``r_hi``, widened by one cell on both sides.  O(S) time, O(K + bins·threads) memory.
     """
@@ -416,9 +418,7 @@ def _streamed(
 
     sums, infinity = stream_in_pieces(x_hi - x_lo + 1, 4, size, f"streaming {points:,} points onto the loss lattice", stream)
     infinity = min(infinity, 1.0)
-    # Merged outcomes' ratios are sums over their members: the default allowance (a few ulps of each sum are
-    # far below it) rather than the exact path's bound.
-    error = 2.0 * LOSS_ATOL * (1.0 + max(abs(smin), abs(smax)))
+    error = 2.0 * LOSS_ATOL * (1.0 + max(abs(smin), abs(smax))) if loss_error is None else loss_error
     lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated, error)  # low mass, low tilt
     _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated, error)  # up mass, up tilt
     return lower, upper

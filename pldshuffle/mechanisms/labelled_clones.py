@@ -62,7 +62,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _clone_layout as _ck
 from .._validation import MAX_COUNT, check_int, check_probability, check_real
-from ..pld import LossDistribution, PrivacyLossPair
+from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf
 from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
 from ._binomial import binomial_logpmf, binomial_window, binomial_windows
@@ -412,6 +412,10 @@ def _direction(log_num: NDArray[np.float64], log_den: NDArray[np.float64], trunc
     finite = np.isfinite(log_num) & np.isfinite(log_den)
     infinite = np.isfinite(log_num) & ~np.isfinite(log_den)
     infinity = float(np.exp(log_num[infinite]).sum()) if np.any(infinite) else 0.0
+    # The log-masses are Boost's pmfs (within MASS_RTOL, relative) combined by a few roundings each; their
+    # common factor (the others' labels) cancels.
+    largest = float(np.max(np.maximum(np.abs(log_num[finite]), np.abs(log_den[finite])), initial=0.0))
     return LossDistribution(
-        log_num[finite] - log_den[finite], np.exp(log_num[finite]), infinity_mass=min(infinity, 1.0), truncated_mass=truncated
+        log_num[finite] - log_den[finite], np.exp(log_num[finite]), infinity_mass=min(infinity, 1.0), truncated_mass=truncated,
+        loss_error=log_ratio_error(largest, MASS_RTOL),
     )
