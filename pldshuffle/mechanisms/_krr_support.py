@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U, binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
-from ..pld import LOSS_ATOL, LossDistribution, log_ratio_error
+from ..pld import MASS_RTOL, LossDistribution, log_ratio_error
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
 from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
 from .base import build_progress
@@ -273,7 +273,8 @@ def tilted_trinomial_support(
             parts.append(_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
             parts = [_group(*(np.concatenate(column) for column in zip(*parts)))]  # blocks spanning chunks
         merged = _merged_kernel_args(*parts[0])
-        return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins, context, tail_mass, advice)
+        error = _merged_loss_error(merged, ratio, log_a, log_b, u.size)
+        return _streamed(merged, min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0), bins, context, tail_mass, advice, error)
 
     pair_u, pair_c, log_w, x_lo, x_hi, lost = layout(0, u.size)
     dropped += lost
@@ -283,14 +284,14 @@ def tilted_trinomial_support(
     truncated = min(dropped + 2.0 * total * np.finfo(np.float64).tiny, 1.0)
     if total > max(max_exact_support, UNMERGED_STREAM_LIMIT) and blocks is not None:
         merged = _merged_kernel_args(*_merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks))
-        return _streamed(merged, truncated, bins, context, tail_mass, advice)
+        return _streamed(merged, truncated, bins, context, tail_mass, advice, _merged_loss_error(merged, ratio, log_a, log_b, u.size))
     # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
     # kernels walk outwards from it by exact ratios.
     log_wa = log_w + _anchor_logpmf(pair_c, x_lo, x_hi)
     if total > max_exact_support:
         rp = ratio[pair_u]
         args = (pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp)
-        return _streamed(args, truncated, bins, context, tail_mass, advice, _tilted_loss_error(ratio, log_a, log_b, int(pair_c.max(initial=0))))
+        return _streamed(args, truncated, bins, context, tail_mass, advice, _tilted_loss_error(ratio, _ratio_error(log_a, log_b), int(pair_c.max(initial=0))))
     losses = np.empty(total)
     masses = np.empty(total)
     fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
@@ -300,26 +301,43 @@ def tilted_trinomial_support(
     losses, masses = losses[order], masses[order]
     cut = int(np.searchsorted(losses, np.inf))
     # Rounding of the log-space masses (relative ~1e-13 at worst) can push a sure atom a hair above 1.
-    error = _tilted_loss_error(ratio, log_a, log_b, int(pair_c.max(initial=0)))
+    error = _tilted_loss_error(ratio, _ratio_error(log_a, log_b), int(pair_c.max(initial=0)))
     exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated, loss_error=error)
     return exact, exact
 
 
-def _tilted_loss_error(ratio: NDArray[np.float64], log_a: NDArray[np.float64], log_b: NDArray[np.float64], largest_c: int) -> float:
-    """Bound on the error of the losses ``log(r + x) - log(r + c - x)`` of :func:`fill_tilted_points`.
+def _ratio_error(log_a: NDArray[np.float64], log_b: NDArray[np.float64]) -> float:
+    """Relative error of the tilt ratios ``r = exp(log A - log B)``: a few ulps of ``|log A| + |log B|``."""
+    finite = np.isfinite(log_a) & np.isfinite(log_b)
+    return 8.0 * _U * (2.0 + float(np.max(np.abs(log_a[finite]) + np.abs(log_b[finite]), initial=0.0)))
 
-    ``r = exp(log A - log B)`` is within a few ulps of ``|log A| + |log B|`` (relative) of the exact ratio;
-    ``r = 0`` leaves logarithms of integers and ``r = inf`` the exact loss 0.  Every logarithm is of a
-    number in ``[min(r, 1), r + c]`` (:func:`~pldshuffle.pld.log_ratio_error`).  O(len(ratio)).
+
+def _tilted_loss_error(ratio: NDArray[np.float64], relative: float, largest_c: int) -> float:
+    """Bound on the error of the losses ``log(r + x) - log(r + c - x)`` of :func:`fill_tilted_points` and
+    :func:`stream_tilted_points`, the ratios ``r`` within ``relative`` of the exact ones.
+
+    ``r = 0`` leaves logarithms of integers and ``r = inf`` the exact loss 0; every other logarithm is of a
+    number in ``[min(r, 1), r + c]``, and ``r + t`` adds a rounding (:func:`~pldshuffle.pld.log_ratio_error`).
+    O(len(ratio)).
     """
     finite = np.isfinite(ratio) & (ratio > 0.0)
     largest_log = math.log1p(largest_c)
-    relative = _U
     if np.any(finite):
         r = ratio[finite]
         largest_log = max(largest_log, float(np.max(np.abs(np.log(r)))), math.log(float(r.max()) + largest_c))
-        relative += 8.0 * _U * (2.0 + float(np.max(np.abs(log_a[finite]) + np.abs(log_b[finite]))))
-    return log_ratio_error(largest_log, relative)
+    return log_ratio_error(largest_log, relative + _U)
+
+
+def _merged_loss_error(kernel_args: tuple, ratio: NDArray[np.float64], log_a: NDArray[np.float64], log_b: NDArray[np.float64], members: int) -> float:
+    """:func:`_tilted_loss_error` of merged outcomes (``kernel_args`` of :func:`_merged_kernel_args`).
+
+    Their ratio ``α/β`` divides two sums of at most ``members`` terms ``p(u, c)·A(u)`` and ``p(u, c)·B(u)``:
+    the weights ``p`` are within ``MASS_RTOL`` and the sums within ``members`` ulps, so the ratio is within
+    ``2·MASS_RTOL`` and their roundings; the interval ends ``r_lo, r_hi`` are members' own ratios.
+    """
+    pair_c, _, _, _, _, _, merged_ratio, r_lo, r_hi = kernel_args
+    relative = max(2.01 * MASS_RTOL + (members + 16) * _U, _ratio_error(log_a, log_b))
+    return _tilted_loss_error(np.concatenate([merged_ratio, r_lo, r_hi, ratio]), relative, int(pair_c.max(initial=0)))
 
 
 def _anchor_logpmf(pair_c: NDArray[np.int64], x_lo: NDArray[np.int64], x_hi: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -377,7 +395,7 @@ def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
 
 
 def _streamed(
-    kernel_args: tuple, truncated: float, bins: int, context: str, tail_mass: float, advice: str, loss_error: float | None = None
+    kernel_args: tuple, truncated: float, bins: int, context: str, tail_mass: float, advice: str, loss_error: float
 ) -> tuple[LossDistribution, LossDistribution]:
     """Stream the kept points onto a lattice of ``bins`` cells over their loss range; ``(lower, upper)``.
 
@@ -385,9 +403,8 @@ def _streamed(
     ``advice``) before streaming.
 
     ``kernel_args`` are those of :func:`~pldshuffle._kernels.stream_tilted_points` (pairs with their own
-    tilt and ratio interval), whose losses err by at most ``loss_error`` (None: merged outcomes, whose ratios
-    are sums over their members: the default allowance, far above a few ulps of each sum and the members'
-    weights' MASS_RTOL).  The loss range comes from the window ends (the loss
+    tilt and ratio interval), whose losses err by at most ``loss_error``.  The loss range comes from the
+    window ends (the loss
     ``log((r + x)/(r + c - x))`` increases in ``x`` and is monotone in ``r``), at ``r_lo``, ``r`` and
     ``r_hi``, widened by one cell on both sides.  O(S) time, O(K + bins·threads) memory.
     """
@@ -418,9 +435,8 @@ def _streamed(
 
     sums, infinity = stream_in_pieces(x_hi - x_lo + 1, 4, size, f"streaming {points:,} points onto the loss lattice", stream)
     infinity = min(infinity, 1.0)
-    error = 2.0 * LOSS_ATOL * (1.0 + max(abs(smin), abs(smax))) if loss_error is None else loss_error
-    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated, error)  # low mass, low tilt
-    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated, error)  # up mass, up tilt
+    lower, _ = lattice_distributions(sums[0], sums[1], spacing, j0, infinity, truncated, loss_error)  # low mass, low tilt
+    _, upper = lattice_distributions(sums[2], sums[3], spacing, j0, infinity, truncated, loss_error)  # up mass, up tilt
     return lower, upper
 
 
