@@ -29,8 +29,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import replace
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray

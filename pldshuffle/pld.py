@@ -173,10 +173,10 @@ class LossDistribution:
 
     def hockey_stick_upper_swept(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         """Strict upper bounds on ``H_{e^ε}`` at ascending finite ``ε`` with the slack of
-        :meth:`hockey_stick_bounds` (the losses' error enters a slack proportional to the mass above
-        ``ε - loss_error`` rather than shifting ε as :meth:`hockey_stick_upper_sorted` does; the same where
-        ``loss_error`` is certified small), from one positive sweep and transient tail sums: nothing is
-        kept.  O(N + K log N)."""
+        :meth:`hockey_stick_bounds` (the losses' error enters as ``loss_error`` times the mass above
+        ``ε - loss_error``, not as a shift of ε as in :meth:`hockey_stick_upper_sorted`: a shift costs
+        relatively more at tiny ε), from one positive sweep and transient tail sums: nothing is kept.
+        O(N + K log N)."""
         eps = np.asarray(epsilon, dtype=np.float64)
         finite = profile_at_points(self.losses, self.masses, eps) * (1.0 + 8.0 * _U * (self.losses.size + eps.size + 2))
         return self._upper_with_slack(finite, eps, keep=False)[0]
@@ -192,8 +192,8 @@ class LossDistribution:
         return int(self.losses.size)
 
     def discretize(self, spacing: float) -> DiscretizedDirection:
-        """Upper (connect-the-dots) and lower (merged or rounded-down) grid PLDs on ``z_j = j·spacing``, of the
-        losses moved outward by ``loss_error``; O(N)."""
+        """Upper (connect-the-dots, of the losses raised by ``loss_error``) and lower (merged or rounded-down,
+        carrying ``loss_error``) grid PLDs on ``z_j = j·spacing`` (:func:`~pldshuffle.grid.discretize`); O(N)."""
         return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing, self.loss_error)
 
     def hockey_stick_bounds(self, epsilon: ArrayLike, *, cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

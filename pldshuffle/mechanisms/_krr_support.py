@@ -331,12 +331,13 @@ def _tilted_loss_error(ratio: NDArray[np.float64], relative: float, largest_c: i
 def _merged_loss_error(kernel_args: tuple, ratio: NDArray[np.float64], log_a: NDArray[np.float64], log_b: NDArray[np.float64], members: int) -> float:
     """:func:`_tilted_loss_error` of merged outcomes (``kernel_args`` of :func:`_merged_kernel_args`).
 
-    Their ratio ``α/β`` divides two sums of at most ``members`` terms ``p(u, c)·A(u)`` and ``p(u, c)·B(u)``:
-    the weights ``p`` are within ``MASS_RTOL`` and the sums within ``members`` ulps, so the ratio is within
-    ``2·MASS_RTOL`` and their roundings; the interval ends ``r_lo, r_hi`` are members' own ratios.
+    Their ratio ``α/β`` divides two sums of at most ``members`` terms ``exp(log p(u, c) + log A(u))`` and
+    ``exp(log p(u, c) + log B(u))``: the weights ``p`` are within ``MASS_RTOL``, each exponential within
+    ulps of its argument (at most ~745 for a normal double) and of ``log A``, ``log B``, and the sums
+    within ``members`` ulps; the interval ends ``r_lo, r_hi`` are members' own ratios.
     """
     pair_c, _, _, _, _, _, merged_ratio, r_lo, r_hi = kernel_args
-    relative = max(2.01 * MASS_RTOL + (members + 16) * _U, _ratio_error(log_a, log_b))
+    relative = 2.01 * MASS_RTOL + 2.0 * (members + 4.0 * 745.0) * _U + _ratio_error(log_a, log_b)
     return _tilted_loss_error(np.concatenate([merged_ratio, r_lo, r_hi, ratio]), relative, int(pair_c.max(initial=0)))
 
 
