@@ -35,16 +35,12 @@ from ._kernels import UNIT_ROUNDOFF as _U, profile_at_points
 from ._validation import check_probability
 from .grid import DiscretizedDirection, discretize
 
-__all__ = ["LOSS_ATOL", "MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
+__all__ = ["MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
 
 #: Assumed relative accuracy of each probability mass (Boost's binomial pmf: ≤ 5e-12 up to 1e8 trials).
 MASS_RTOL = 1e-10
 #: Relative error allowance for sums and suffix-sum cancellation, times the mass involved.
 SUM_RTOL = 1e-12
-#: Default allowance for the error of a computed loss, times ``1 + |loss|``: log-ratios of masses accurate to
-#: MASS_RTOL are within 2·MASS_RTOL plus a few roundings.  A loss distribution without its own certified
-#: ``loss_error`` takes ``2·LOSS_ATOL·(1 + max|loss|)``.
-LOSS_ATOL = 1e-9
 
 
 def log_ratio_error(largest_log: float, relative_error: float = 0.0) -> float:
@@ -94,8 +90,9 @@ class LossDistribution:
         Absolute bound on the error of every finite loss (each lies within it of the exact loss).  Bounds on
         the profile count it in full: over ``k`` rounds it can move ε by ``k·loss_error``, so mechanisms
         state the bound of their own computation (shuffled binary randomized response: ~1e-13 at
-        ε0 = 1e-3).  Not given (NaN): ``2·LOSS_ATOL·(1 + max|loss|)``, the allowance for log-ratios of
-        masses accurate to ``MASS_RTOL``.
+        ε0 = 1e-3).  Not given (NaN): the rounding of losses computed as ``log p - log q`` from exact
+        masses, ``log_ratio_error(max|loss|)`` (a few ulps); give it when the losses come from
+        approximate masses (``2·relative error`` of the masses, see :func:`log_ratio_error`).
     """
 
     losses: NDArray[np.float64]
@@ -121,9 +118,9 @@ class LossDistribution:
             raise ValueError(f"total probability mass must be <= 1, got {total!r}")
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "masses", masses)
-        if isinstance(self.loss_error, float) and math.isnan(self.loss_error):  # not given: the default allowance
+        if isinstance(self.loss_error, float) and math.isnan(self.loss_error):  # not given: a log-ratio's rounding
             largest = float(max(-losses[0], losses[-1])) if losses.size else 0.0
-            object.__setattr__(self, "loss_error", 2.0 * LOSS_ATOL * (1.0 + largest))
+            object.__setattr__(self, "loss_error", log_ratio_error(largest))
         elif not (isinstance(self.loss_error, (int, float)) and math.isfinite(self.loss_error) and self.loss_error >= 0.0):
             raise ValueError(f"loss_error must be a finite float >= 0, got {self.loss_error!r}")
         else:

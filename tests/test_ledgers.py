@@ -462,7 +462,7 @@ def test_losses_beyond_the_exponent_range_stay_bracketed(n, eps0, rounds, same_d
 
 @pytest.mark.parametrize("n, eps0", [(3, 1e-6), (40, 1e-4)])
 def test_single_round_at_tiny_epsilon_stays_relative(n, eps0):
-    """ε ~ 1e-6: the kept pairs' sweep once shifted ε by 2·LOSS_ATOL (gap 2e-3); it books the losses near ε
+    """ε ~ 1e-6: the kept pairs' sweep once shifted ε by a global 2e-9 (gap 2e-3); it books the losses near ε
     in a slack instead, as the cached bounds do (2e-6).  Against the enumerated worst case."""
     members = [ref.pair_binary_rr(n, 1 / (math.exp(eps0) + 1), m) for m in range((n + 1) // 2)]
     b = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0)).get_epsilon_bounds(1e-9)

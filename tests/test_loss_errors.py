@@ -18,7 +18,7 @@ import pytest
 
 import pldshuffle as ps
 import reference as ref
-from pldshuffle.pld import LOSS_ATOL, LossDistribution, PrivacyLossPair
+from pldshuffle.pld import LossDistribution, PrivacyLossPair, log_ratio_error
 
 mpmath.mp.dps = 50
 
@@ -101,9 +101,10 @@ def test_user_pmf_losses_within_their_error():
     assert worst > 0.0 and pair.forward.loss_error < 1e-11
 
 
-def test_loss_error_is_validated_and_defaults_to_the_allowance():
+def test_loss_error_is_validated_and_defaults_to_a_log_ratios_rounding():
+    """Losses given directly are taken as computed from exact masses: a few ulps of the largest, ~1e-14."""
     d = LossDistribution(np.array([-3.0, 0.5]), np.array([0.25, 0.75]))
-    assert d.loss_error == 2 * LOSS_ATOL * (1 + 3.0)
+    assert d.loss_error == log_ratio_error(3.0) and 1e-15 < d.loss_error < 1e-13
     assert LossDistribution(np.array([0.1]), np.array([1.0]), loss_error=0).loss_error == 0.0
     for bad in (-1e-12, math.inf, -math.inf, "1e-9"):
         with pytest.raises(ValueError, match="loss_error"):

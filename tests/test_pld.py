@@ -62,7 +62,7 @@ def test_sorted_upper_bounds_bracket_exact_profile(seed):
         exact = np.array([math.fsum(max(x - math.exp(e) * y, 0.0) for x, y in zip(a, b)) for e in eps])
         upper = direction.hockey_stick_upper_sorted(eps)
         assert np.all(upper >= exact)
-        # Slack: MASS_RTOL and rounding (relative), and losses within 2·LOSS_ATOL below ε counted above it.
+        # Slack: MASS_RTOL and rounding (relative), and losses within loss_error below ε counted above it.
         shifted = np.array([math.fsum(max(x - math.exp(e - 3e-9 * (1 + abs(e))) * y, 0.0) for x, y in zip(a, b)) for e in eps])
         assert np.all(upper <= (shifted + 1.0 - math.fsum(a)) * (1 + 1e-9) + 1e-15)
 
