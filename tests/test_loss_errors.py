@@ -15,6 +15,8 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pldshuffle as ps
 import reference as ref
@@ -194,3 +196,32 @@ def test_composed_bracket_holds_for_any_losses_within_the_error():
     for eps in (0.0, 0.4, 1.1, 2.0):
         b = acc.get_delta_bounds(eps)
         assert b.lower <= composed(-error, eps) and composed(error, eps) <= b.upper, (eps, b)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rounds=st.tuples(st.integers(1, 2), st.integers(1, 2)), eps=st.floats(0.0, 2.5))
+def test_mixed_ledger_of_uncertain_losses_brackets_both_extremes(seed, rounds, eps):
+    """Two different pairs whose losses are known only within their (random) errors, composed in a ledger:
+    the bracket holds the compositions with every loss raised and with every loss lowered (enumerated)."""
+    import itertools
+
+    rng = np.random.default_rng(seed)
+    entries = []
+    for count in rounds:
+        size = int(rng.integers(2, 5))
+        losses, masses = np.sort(rng.uniform(-1.5, 1.5, size)), rng.dirichlet(np.ones(size))
+        entries.append((LossDistribution(losses, masses, loss_error=float(10.0 ** rng.uniform(-6, -1.5))), count))
+    acc = ps.FourierAccountant()
+    for d, count in entries:
+        acc = acc.compose(ps.PairMechanism(PrivacyLossPair(d, None)), count)
+    per_round = [d for d, count in entries for _ in range(count)]
+
+    def composed(sign: int) -> float:
+        terms = []
+        for idx in itertools.product(*[range(d.losses.size) for d in per_round]):
+            loss = sum(d.losses[i] + sign * d.loss_error for d, i in zip(per_round, idx))
+            terms.append(math.prod(d.masses[i] for d, i in zip(per_round, idx)) * max(1 - math.exp(eps - loss), 0.0))
+        return math.fsum(terms)
+
+    b = acc.get_delta_bounds(eps)
+    assert b.lower <= composed(-1) * (1 + 1e-12) and composed(1) <= b.upper * (1 + 1e-12), (b, composed(-1), composed(1))
