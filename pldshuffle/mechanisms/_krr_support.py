@@ -288,10 +288,11 @@ def tilted_trinomial_support(
     # log Bin(c, 1/2) at the anchor ceil(c/2) of every distinct c (every x window contains it); the
     # kernels walk outwards from it by exact ratios.
     log_wa = log_w + _anchor_logpmf(pair_c, x_lo, x_hi)
+    error = _tilted_loss_error(ratio, _ratio_error(log_a, log_b), int(pair_c.max(initial=0)))
     if total > max_exact_support:
         rp = ratio[pair_u]
         args = (pair_c, log_wa, x_lo, x_hi, log_a[pair_u], log_b[pair_u], rp, rp, rp)
-        return _streamed(args, truncated, bins, context, tail_mass, advice, _tilted_loss_error(ratio, _ratio_error(log_a, log_b), int(pair_c.max(initial=0))))
+        return _streamed(args, truncated, bins, context, tail_mass, advice, error)
     losses = np.empty(total)
     masses = np.empty(total)
     fill_tilted_points(pair_u, pair_c, log_wa, np.cumsum(x_width) - x_width, x_lo, x_hi, log_a, log_b, ratio, losses, masses)
@@ -301,7 +302,6 @@ def tilted_trinomial_support(
     losses, masses = losses[order], masses[order]
     cut = int(np.searchsorted(losses, np.inf))
     # Rounding of the log-space masses (relative ~1e-13 at worst) can push a sure atom a hair above 1.
-    error = _tilted_loss_error(ratio, _ratio_error(log_a, log_b), int(pair_c.max(initial=0)))
     exact = LossDistribution(losses[:cut], masses[:cut], min(float(masses[cut:].sum()), 1.0), truncated, loss_error=error)
     return exact, exact
 
