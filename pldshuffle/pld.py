@@ -91,8 +91,9 @@ class LossDistribution:
         the profile count it in full: over ``k`` rounds it can move ε by ``k·loss_error``, so mechanisms
         state the bound of their own computation (shuffled binary randomized response: ~1e-13 at
         ε0 = 1e-3).  Not given (NaN): the rounding of losses computed as ``log p - log q`` from exact
-        masses, ``log_ratio_error(max|loss|)`` (a few ulps); give it when the losses come from
-        approximate masses (``2·relative error`` of the masses, see :func:`log_ratio_error`).
+        masses, ``log_ratio_error`` of the largest ``|log p| + |loss| ≥ |log q|`` (a few ulps); give it
+        when the losses come from approximate masses (``2·relative error`` of the masses, see
+        :func:`log_ratio_error`).
     """
 
     losses: NDArray[np.float64]
@@ -119,7 +120,8 @@ class LossDistribution:
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "masses", masses)
         if isinstance(self.loss_error, float) and math.isnan(self.loss_error):  # not given: a log-ratio's rounding
-            largest = float(max(-losses[0], losses[-1])) if losses.size else 0.0
+            # Of log p and log q = log p - loss: masses of 1e-300 round their logarithms far more than the loss.
+            largest = float(np.max(np.abs(losses) - np.log(masses), initial=0.0))
             object.__setattr__(self, "loss_error", log_ratio_error(largest))
         elif not (isinstance(self.loss_error, (int, float)) and math.isfinite(self.loss_error) and self.loss_error >= 0.0):
             raise ValueError(f"loss_error must be a finite float >= 0, got {self.loss_error!r}")

@@ -104,9 +104,12 @@ def test_user_pmf_losses_within_their_error():
 
 
 def test_loss_error_is_validated_and_defaults_to_a_log_ratios_rounding():
-    """Losses given directly are taken as computed from exact masses: a few ulps of the largest, ~1e-14."""
+    """Losses given directly are taken as computed from exact masses: a few ulps of the largest logarithm,
+    |log p| + |loss| (a bound on |log q| too), ~1e-14."""
     d = LossDistribution(np.array([-3.0, 0.5]), np.array([0.25, 0.75]))
-    assert d.loss_error == log_ratio_error(3.0) and 1e-15 < d.loss_error < 1e-13
+    assert d.loss_error == log_ratio_error(3.0 + math.log(4.0)) and 1e-15 < d.loss_error < 1e-13
+    tiny = LossDistribution(np.array([0.0, 0.1]), np.array([1e-300, 0.5]))  # a tiny mass's logarithm dominates
+    assert tiny.loss_error == log_ratio_error(-math.log(1e-300))
     assert LossDistribution(np.array([0.1]), np.array([1.0]), loss_error=0).loss_error == 0.0
     for bad in (-1e-12, math.inf, -math.inf, "1e-9"):
         with pytest.raises(ValueError, match="loss_error"):
