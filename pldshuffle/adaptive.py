@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,12 +63,13 @@ class _Window:
     """The recursion's points ``z_lo .. z_hi``, its FFT buffer (``first ..``, of fast length ``size``) with the
     extensions ``left`` points below and ``right`` above, and the tilts it can afford."""
 
-    def __init__(self, options: Sequence[LatticeDirection], spacing: float, lo: int, hi: int, fft_backend: str) -> None:
+    def __init__(self, options: Sequence[LatticeDirection], spacing: float, lo: int, hi: int, fft_backend: str, rounds: int, tilts: int) -> None:
         if not lo < 0 <= hi:
             raise ValueError(f"the window must contain 0 and negative points; got lo={lo}, hi={hi}")
         first, last = _reads(options, lo, hi)
         self.size = fast_size(last - first + 1)
-        self.backend = get_backend(fft_backend, self.size)
+        # Each round and frame transforms the buffer and correlates it with every option.
+        self.backend = get_backend(fft_backend, self.size, transforms=rounds * (tilts + 1) * (len(options) + 1))
         self.x = (lo + np.arange(hi - lo + 1, dtype=np.float64)) * spacing
         self.x_ext = (first + np.arange(self.size, dtype=np.float64)) * spacing  # past ``last``: padding (zeros)
         self.left, self.right = lo - first, last - hi
@@ -135,7 +137,10 @@ def adaptive_profile(
     Cost: ``max(rounds) × tilts × (options + 1)`` real FFTs of length :func:`adaptive_window_size`, plus the
     options' spectra (kept: ``tilts × options`` half-spectra).
     """
-    win = _Window(options, spacing, lo, hi, fft_backend)
+    wanted = list(rounds)
+    if not wanted or min(wanted) < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds!r}")
+    win = _Window(options, spacing, lo, hi, fft_backend, max(wanted), len(tilts))
     x, x_ext, size, backend, left, right = win.x, win.x_ext, win.size, win.backend, win.left, win.right
     base = win.exact_base * (1.0 - 4.0 * _U)  # a lower bound on (1 - e^x)_+
     upper = win.exact_base * (1.0 + 4.0 * _U)  # G_0, rounded up
@@ -147,9 +152,6 @@ def adaptive_profile(
         # Own profiles in the tilted frame: the maximum over options is taken there, then untilted once.
         tilt = np.exp(theta * x)
         frames.append((theta, kernels, [o * tilt for o in own]))
-    wanted = list(rounds)
-    if not wanted or min(wanted) < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds!r}")
     kept: dict[int, NDArray[np.float64]] = {}
     for j in range(1, max(wanted) + 1):
         rest = np.maximum((upper - base) + 2.0 * _U * upper, 0.0)  # ≥ G - (1 - e^x)_+
@@ -166,12 +168,11 @@ def adaptive_profile(
             spectrum, norms = backend.rfft(w), _norms(w)
             worst = np.zeros(x.size)
             chosen = np.full(argbest.size, -1, dtype=np.int64)  # empty: the kernel tracks nothing
-            for index, ((k_spec, k1, k_err, shift), own_o) in enumerate(zip(kernels, own_tilted)):
-                out = backend.irfft(spectrum * k_spec, size)
-                err = _correlation_error(norms, k1, k_err, size)
+            for index, out in backend.inverse_products(spectrum, kernels.spectra, size):
+                err = _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
                 # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                 # within ``err`` of the exact correlation.
-                max_shifted_sum(worst, out, left - shift, own_o, err, chosen, index)
+                max_shifted_sum(worst, out, left - kernels.start[index], own_tilted[index], err, chosen, index)
             # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).  Far
             # from this frame's saddle point its round-off bound, untilted, may overflow: +inf, no bound there
             # (e^{-θx} ≥ e^{-600} > 0, so never NaN).
@@ -218,7 +219,7 @@ def adaptive_lower_profile(
     each option is the strategy's choice, and ``progress`` hears of each round done, as in
     :func:`adaptive_profile`.  Cost as :func:`adaptive_profile`.
     """
-    win = _Window(options, spacing, lo, hi, fft_backend)
+    win = _Window(options, spacing, lo, hi, fft_backend, rounds, len(tilts))
     x, x_ext, size, backend, left = win.x, win.x_ext, win.size, win.backend, win.left
     base = win.exact_base * (1.0 + 4.0 * _U)  # an upper bound on (1 - e^x)_+
     value = win.exact_base * (1.0 - 4.0 * _U)  # V_0, rounded down
@@ -237,12 +238,12 @@ def adaptive_lower_profile(
             w = ext * np.where(ext >= 0.0, tilt * (1.0 - 4.0 * _U), tilt * (1.0 + 4.0 * _U)) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
             untilt = np.exp(-theta * x)
-            for index, ((k_spec, k1, k_err, shift), own_o) in enumerate(zip(kernels, own)):
-                out = backend.irfft(spectrum * k_spec, size)[left - shift : left - shift + x.size]
-                low = out - _correlation_error(norms, k1, k_err, size)
+            for index, out in backend.inverse_products(spectrum, kernels.spectra, size):
+                shift = kernels.start[index]
+                low = out[left - shift : left - shift + x.size] - _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
                 with np.errstate(over="ignore"):  # -inf far from the frame's saddle point: no bound there
                     low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
-                candidate = own_o + low
+                candidate = own[index] + low
                 candidate -= 4.0 * _U * np.abs(candidate)
                 if usage is not None:
                     chosen[candidate > best] = index
@@ -259,19 +260,31 @@ def adaptive_lower_profile(
     return result
 
 
-def _kernels(options: Sequence[LatticeDirection], theta: float, size: int, spacing: float, backend: FFTBackend, *, upper: bool) -> list:
-    """Per option: (half spectrum of its tilted masses ``a_i e^{θz_i}`` padded to ``size``, their 1-norm, a
-    2-norm bound on the spectrum's round-off, its start index); the tilted masses are rounded up for an
+class _Kernels(NamedTuple):
+    """The options of one frame: row ``o`` of ``spectra`` is the half spectrum of option ``o``'s tilted
+    masses ``a_i e^{θz_i}`` padded to the FFT length, ``norm1[o]`` their 1-norm, ``error[o]`` a 2-norm bound
+    on the spectrum's round-off, ``start[o]`` its start index."""
+
+    spectra: NDArray[np.complex128]
+    norm1: list[float]
+    error: list[float]
+    start: list[int]
+
+
+def _kernels(options: Sequence[LatticeDirection], theta: float, size: int, spacing: float, backend: FFTBackend, *, upper: bool) -> _Kernels:
+    """The options' :class:`_Kernels` in the frame tilted by ``θ``; the tilted masses are rounded up for an
     upper recursion and down for a lower one (the correlated function is ≥ 0 resp. of either sign: see
     :func:`_correlation_error`)."""
-    out = []
-    for o in options:
+    spectra = np.empty((len(options), size // 2 + 1), dtype=np.complex128)
+    norm1, error = [], []
+    for row, o in enumerate(options):
         k = o.masses * np.exp(theta * (o.start + np.arange(o.masses.size)) * spacing) * (1.0 + (4.0 if upper else -4.0) * _U)
         buffer = np.zeros(size)
         buffer[: k.size] = k
-        norm2 = math.sqrt(float(np.dot(k, k)))
-        out.append((backend.rfft(buffer), float(k.sum()), math.log2(size) * _ETA * math.sqrt(size) * norm2 * 1.01, o.start))
-    return out
+        spectra[row] = backend.rfft(buffer)
+        norm1.append(float(k.sum()))
+        error.append(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.dot(k, k))) * 1.01)
+    return _Kernels(spectra, norm1, error, [o.start for o in options])
 
 
 def _own_profiles(options: Sequence[LatticeDirection], lo: int, hi: int, spacing: float, direction: float) -> list:

@@ -137,6 +137,11 @@ _REFINE_WORK = 3e10
 #: ... and up to blocks of this many rounds, one step beyond the gain rule's (2RR n = 300, ε0 = 1, 1e5
 #: rounds: largest gap over δ 2.08 ‰ in 1024-round blocks, 1.77 ‰ in 2048-round ones, 49 → 85 s).
 _LONGEST_BLOCK_ROUNDS = 2048
+#: A block whose estimated gap misses the target by at most this factor is doubled first, not lengthened to
+#: the next step: doubling lowers the gap by 10-25 % where measured, at half the longer block's cost
+#: (2RR n = 1e6, ε0 = 6, 365 rounds, without the gain rule: 128-round blocks, 1.73 ‰ in 10 s; 256-round
+#: ones 1.58 ‰ in 14.6 s).
+_MARGINAL_MISS = 1.1
 #: Points at which that estimate reads both ends.
 _GAP_POINTS = 1000
 #: The per-round envelope's composition may exceed the memory cap by this factor before the blocks are built
@@ -493,8 +498,9 @@ def _adaptive_terms(
     Where the blocks compose and the gain rule does not lengthen them (or cannot afford to, within ``work``:
     rounds × frames × (choices + 1) × FFT length), but the block gains more than ``target`` (the ledger's
     relative gap target; None: never), the term's own gap decides: where :func:`_estimated_gap` exceeds
-    ``target``, the longer block (from 1024 rounds on, one of ``_LONGEST_BLOCK_ROUNDS``) is tried with
-    ``_REFINE_WORK`` instead, after a :class:`SlowComputationWarning` where this call is then expected to
+    ``target``, the longer block (from 1024 rounds on, one of ``_LONGEST_BLOCK_ROUNDS``; twice as long
+    where the estimate misses by at most ``_MARGINAL_MISS``, which refines further only if it still misses)
+    is tried with ``_REFINE_WORK`` instead, after a :class:`SlowComputationWarning` where this call is then expected to
     take over ``SLOW_SECONDS``.  A longer block is built only on the runs its shorter blocks chose (``split``;
     None where the work cannot afford them: coarser runs gain nothing over the shorter blocks).  Every
     block composition gives up the adaptive gain again, so a ledger of many blocks misses its target however
@@ -617,6 +623,8 @@ def _adaptive_terms(
         if terms is None and target is not None and gain > target:
             gap = _estimated_gap(shorter(count), lows, spacing, count, options)
             if gap > target:
+                if gap <= _MARGINAL_MISS * target:
+                    refined = min(refined, 2 * rounds)
                 # The longer recursion costs about its work's share of this one's time (same window size),
                 # and a block of the whole ledger adds its adaptive lower end's two runs (over the witnesses
                 # in both orders, each within _LOWER_ADAPTIVE_WORK).

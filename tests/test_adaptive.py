@@ -289,6 +289,30 @@ def test_blocks_grow_where_their_composition_misses_the_target(target, longest, 
         assert lower[i] <= exact * (1 + 1e-12) + 1e-15 <= upper[i] * (1 + 1e-12) + 2e-15, (e, exact)
 
 
+@pytest.mark.parametrize("miss, blocks, estimates", [(1.05, (2,), 2), (1.5, (4,), 1)])
+def test_a_marginal_miss_doubles_the_blocks_first(miss, blocks, estimates, monkeypatch):
+    """A block whose estimated gap misses the target by at most _MARGINAL_MISS is doubled (patched: 1 → 2
+    rounds, where the next step is 4) and estimated again; a wider miss goes to the next step at once.
+    Either way the blocks cover the exact adaptive worst case."""
+    for name, value in (("_BLOCK_ROUNDS", 1), ("_LONG_BLOCK_ROUNDS", 4), ("_MAX_BLOCK_ROUNDS", 4), ("_LONGEST_BLOCK_ROUNDS", 4),
+                        ("_LONG_BLOCKS", 100), ("_LONG_BLOCK_GAIN", math.inf)):
+        monkeypatch.setattr(dominating, name, value)
+    target = 1e-9
+    answers = iter([miss * target, 0.5 * target])  # the doubled blocks meet it
+    calls = []
+    monkeypatch.setattr(dominating, "_estimated_gap", lambda *args: calls.append(args) or next(answers))
+    n, eps0, rounds = 4, 2.0, 4
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    members = [pair_binary_rr(n, p, m) for m in range(n)]
+    accountant = ps.FourierAccountant(relative_gap_target=target, value_discretization_interval=0.01)
+    pld = accountant.compose(ps.ShuffledBinaryRR(n, eps0), count=rounds).certified_pld()
+    assert tuple(t.lower_count // t.count for t in pld.terms) == blocks and len(calls) == estimates
+    lower, upper = pld.delta_bounds(BUDGETS)
+    for i, e in enumerate(BUDGETS):
+        exact = delta_adaptive(members, rounds, float(e))
+        assert lower[i] <= exact * (1 + 1e-12) + 1e-15 <= upper[i] * (1 + 1e-12) + 2e-15, (e, exact)
+
+
 def test_lengthening_blocks_is_announced(monkeypatch):
     """The lengthening is reported through ``progress=`` with the estimated gap and time, and warned as a slow
     computation where the call is then expected to pass ``SLOW_SECONDS`` (patched to 0)."""
