@@ -26,6 +26,7 @@ from .pld import PrivacyLossPair
 
 __all__ = [
     "Composite",
+    "ProductLower",
     "LatticeDirection",
     "Term",
     "compose_infinity",
@@ -292,6 +293,80 @@ class Composite:
             values = np.append(self._lower_at(r, (first - 1.0) * r.spacing, size, first), -np.inf)
             cached = self._suffix_cache[index] = (size, starts, np.maximum.accumulate(values[::-1])[::-1])
         return cached
+
+
+@dataclass(eq=False)
+class ProductLower:
+    """A lower end of a ledger of one adaptive block ``F`` and other rounds ``W``, whatever their order.
+
+    ``strategy`` reads, at each ``x``, a lower bound on the δ at ``x`` of some realisable adaptive strategy
+    ``s_x`` over ``F``'s rounds (the block's adaptive lower measure as a one-round composite, see
+    :attr:`Term.adaptive_lower`); ``others`` realises (θ = 0) the other entries' fixed witnesses,
+    *rounded down*: every mass of such a measure at ``z`` comes from exact losses above ``z - Δ - e`` (``e``
+    the witness's loss error; :func:`pldshuffle._kernels.merge_to_lattice` within a cell), so the exact
+    ``P_W[L_W ≥ t]`` is at least the composed measure's mass at or above ``t + shift``, ``shift =
+    Σ n (Δ + e)``.  The strategy ``s_x`` adapts to ``F``'s outputs only, so it is realisable in any order of
+    the rounds, and ``F`` and ``W`` are independent under both datasets:
+
+    .. math::  δ(ε) = E_{P_W}[δ_{F^{s}}(ε - L_W)] ≥ δ_{F^{s}}(x) · P_W[L_W ≥ ε - x]
+
+    (``δ_{F^s}`` is non-increasing, and 1 at ``-∞``).  At each ε the largest product over the lattice
+    points ``x`` of the strategy's support is taken.  (Reading ``δ_F`` against the others' whole PLD would
+    let the strategy see their outputs, which needs them to come first.)  ``infinity`` is 0: a lower bound
+    on the composed mass at +∞.  Cost: O(points) per ε.
+    """
+
+    strategy: Composite
+    others: Realization | None
+    others_infinity: float
+    relative: float
+    shift: float
+    infinity: float = 0.0
+
+    def __post_init__(self) -> None:
+        measure = self.strategy.realizations[0]
+        self._x = (measure.lo_index + np.arange(measure.size + 1, dtype=np.float64)) * measure.spacing
+        self._values = self.strategy.lower(self._x)
+        r = self.others
+        if r is None:  # the others' finite part is empty: only their mass at +∞
+            self._tail = np.zeros(1)
+            return
+        # Exact mass at or above each lattice index of the window, from below: the sums' rounding, the
+        # masses' relative error, the round-off (each entry within ‖e‖₂·e^{log_scale}) and the folded mass.
+        suffix = np.append(np.cumsum(r.masses[::-1])[::-1], 0.0) * (1.0 - r.relative_error - self.relative - 2.0 * _U * (r.size + 2))
+        with np.errstate(over="ignore", invalid="ignore"):
+            scale = math.exp(r.log_scale) if r.log_scale < 700.0 else math.inf
+            error = r.fp_error * scale * np.sqrt(np.arange(r.size, -1, -1, dtype=np.float64)) + r.folded_tilted * scale
+            raw = np.where(np.isnan(suffix - error), -np.inf, suffix - error)
+        # The exact tail is non-increasing: a bound at a later index holds at every earlier one.
+        self._tail = np.maximum(np.maximum.accumulate(raw[::-1])[::-1], 0.0)
+
+    @property
+    def realizations(self) -> tuple[Realization, ...]:
+        return (self.others,) if self.others is not None else ()
+
+    def tail(self, t: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Lower bounds on the others' exact ``P_W[L_W ≥ t]`` (their mass at +∞ included)."""
+        r = self.others
+        if r is None:
+            return np.full(t.shape, self.others_infinity)
+        # The first lattice index at or above t + shift (read from the window's start below it).
+        with np.errstate(invalid="ignore"):
+            index = np.ceil((t + self.shift) / r.spacing) - r.lo_index
+        index = np.clip(np.nan_to_num(index, nan=r.size, posinf=r.size, neginf=0.0), 0, r.size).astype(np.int64)
+        return self._tail[index] + self.others_infinity * (1.0 - 4.0 * _U)
+
+    def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Certified lower δ at each ε (non-increasing in ε)."""
+        eps = np.asarray(eps, dtype=np.float64)
+        out = np.zeros(eps.shape)
+        material = self._values > 0.0
+        x, values = self._x[material], self._values[material]
+        if x.size == 0:
+            return out
+        for i, e in enumerate(eps.ravel()):
+            out.flat[i] = float(np.max(values * self.tail(e - x))) * (1.0 - 2.0 * _U)
+        return np.minimum(out, 1.0)
 
 
 def direct_realization(factor: Factor, spacing: float) -> Realization:

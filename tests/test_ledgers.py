@@ -482,3 +482,46 @@ def test_mixed_ledger_pairs_each_entrys_heaviest_witness():
         extremes = extremes.compose(ps.PairMechanism(mechanism.dataset_pair(0)), 1)
     b, fixed = ledger.get_epsilon_bounds(1e-10), extremes.get_epsilon_bounds(1e-10)
     assert fixed.lower <= b.upper and b.lower <= b.upper <= b.lower * (1 + 1e-3), (b, fixed)
+
+
+@pytest.mark.parametrize("other, other_entry", [
+    (ps.ShuffledKRR(4, 3, gamma=0.99, adversary="strong"), ("pair", [ref.pair_krr_strong(4, 3, 0.99)], 1)),
+    (ps.ShuffledBinaryRR(3, 0.05), ("changing", [ref.pair_binary_rr(3, 1.0 / (math.exp(0.05) + 1.0), m) for m in range(3)], 1)),
+])
+def test_an_adaptive_block_keeps_its_adaptive_lower_end_beside_other_rounds(other, other_entry):
+    """A ledger of a worst case over datasets (one adaptive block) and another mechanism: the lower end
+    multiplies the block's adaptive lower profile by the other rounds' tail masses
+    (:class:`pldshuffle.lattice.ProductLower`), a strategy that adapts to the block's own outputs only, so
+    it lies below the exact adaptive worst case in *either* order of the rounds; and above the fixed
+    witnesses' composition, which gives up the adaptive gain (the other rounds here lose little: a product
+    of a profile and a tail mass only gains where the other rounds' losses are concentrated)."""
+    n, eps0, rounds = 4, 2.0, 2
+    members = [ref.pair_binary_rr(n, 1.0 / (math.exp(eps0) + 1.0), m) for m in range(n)]
+    pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), rounds).compose(other, 1).certified_pld()
+    products = [c for c in pld._composites("lower") if isinstance(c, ps.lattice.ProductLower)]
+    assert products
+    bounds = pld.delta_bounds(EPS)
+    witnesses = np.max([c.lower(EPS) for c in pld._composites("lower") if not isinstance(c, ps.lattice.ProductLower)], axis=0)
+    gained = 0.0
+    for eps, lo, up, fixed in zip(EPS, *bounds, witnesses):
+        block_first = ref.delta_ledger_adaptive([("changing", members, rounds), other_entry], eps)
+        block_last = ref.delta_ledger_adaptive([other_entry, ("changing", members, rounds)], eps)
+        assert _close_below(lo, min(block_first, block_last)), (eps, lo, block_first, block_last)
+        assert _close_above(up, max(block_first, block_last)), (eps, up, block_first, block_last)
+        gained = max(gained, lo - fixed)
+    assert gained > 1e-2, gained
+
+
+def test_a_product_lower_end_over_the_memory_cap_is_left_out(monkeypatch):
+    """The product lower end is optional: where its composition would exceed the memory cap the ledger is
+    answered by the witnesses' composition alone, never refused."""
+    from pldshuffle.certified import CertifiedPLD, MemoryBudgetError
+
+    def refuse(self, strategy, combo):
+        raise MemoryBudgetError("over the cap")
+
+    monkeypatch.setattr(CertifiedPLD, "_product_lower", refuse)
+    pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(ps.ShuffledBinaryRR(3, 0.05), 1).certified_pld()
+    assert not any(isinstance(c, ps.lattice.ProductLower) for c in pld._composites("lower"))
+    lower, upper = pld.delta_bounds(EPS)
+    assert np.all(lower <= upper)
