@@ -354,6 +354,8 @@ class ProductLower:
         with np.errstate(invalid="ignore"):
             index = np.ceil((t + self.shift) / r.spacing) - r.lo_index
         index = np.clip(np.nan_to_num(index, nan=r.size, posinf=r.size, neginf=0.0), 0, r.size).astype(np.int64)
+        # The division may round down across a lattice point: never count a point below t + shift.
+        index = np.minimum(index + ((r.lo_index + index) * r.spacing < t + self.shift), r.size)
         return self._tail[index] + self.others_infinity * (1.0 - 4.0 * _U)
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:

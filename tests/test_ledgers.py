@@ -525,3 +525,26 @@ def test_a_product_lower_end_over_the_memory_cap_is_left_out(monkeypatch):
     assert not any(isinstance(c, ps.lattice.ProductLower) for c in pld._composites("lower"))
     lower, upper = pld.delta_bounds(EPS)
     assert np.all(lower <= upper)
+
+
+def test_the_product_lower_end_reads_tail_masses_below_the_exact_ones():
+    """The other entries' tail masses ``P_W[L_W ≥ t]`` that the product lower end reads (from their witnesses
+    rounded down, composed by FFT) lie below the exact ones, computed in exact arithmetic from the pair, and
+    close to them (within the lattice step's shift)."""
+    rounds = 2
+    pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(
+        ps.ShuffledKRR(4, 3, gamma=0.5, adversary="strong"), rounds).certified_pld()
+    products = [c for c in pld._composites("lower") if isinstance(c, ps.lattice.ProductLower)]
+    assert len(products) == 2
+    pair = ref.compose(ref.pair_krr_strong(4, 3, 0.5), rounds)
+    exact = []
+    for flip in (False, True):
+        atoms = [((q, p) if flip else (p, q)) for p, q in pair.values()]
+        exact.append(lambda t, atoms=atoms: math.fsum(float(p) for p, q in atoms if p > 0 and (q == 0 or math.log(p / q) >= t)))
+    t = np.linspace(-3.0, 3.0, 241)
+    for product in products:
+        tails = product.tail(t)
+        matches = [all(lo <= tail(x) * (1 + 1e-12) + 1e-15 for lo, x in zip(tails, t)) for tail in exact]
+        assert any(matches)
+        tail = exact[matches.index(True)]
+        assert all(lo >= tail(x + 0.05) - 1e-9 for lo, x in zip(tails, t))  # tight up to a small shift
