@@ -295,6 +295,10 @@ class Composite:
         return cached
 
 
+#: :meth:`ProductLower.lower` scans every this many points first.
+_STRIDE = 32
+
+
 @dataclass(eq=False)
 class ProductLower:
     """A lower end of a ledger of one adaptive block ``F`` and other rounds ``W``, whatever their order.
@@ -313,7 +317,7 @@ class ProductLower:
     (``δ_{F^s}`` is non-increasing, and 1 at ``-∞``).  At each ε the largest product over the lattice
     points ``x`` of the strategy's support is taken.  (Reading ``δ_F`` against the others' whole PLD would
     let the strategy see their outputs, which needs them to come first.)  ``infinity`` is 0: a lower bound
-    on the composed mass at +∞.  Cost: O(points) per ε.
+    on the composed mass at +∞.  Cost: O(points / _STRIDE) per ε.
     """
 
     strategy: Composite
@@ -367,7 +371,13 @@ class ProductLower:
         if x.size == 0:
             return out
         for i, e in enumerate(eps.ravel()):
-            out.flat[i] = float(np.max(values * self.tail(e - x))) * (1.0 - 2.0 * _U)
+            # Every x gives a bound: every _STRIDE-th point, then every point near the best of those (the
+            # product of a non-increasing and a non-decreasing function; O(points/_STRIDE) per ε).
+            coarse = values[::_STRIDE] * self.tail(e - x[::_STRIDE])
+            k = int(np.argmax(coarse)) * _STRIDE
+            near = slice(max(k - 2 * _STRIDE, 0), k + 2 * _STRIDE + 1)
+            fine = values[near] * self.tail(e - x[near])
+            out.flat[i] = max(float(coarse[k // _STRIDE]), float(np.max(fine))) * (1.0 - 2.0 * _U)
         return np.minimum(out, 1.0)
 
 
