@@ -363,7 +363,7 @@ class ProductLower:
         return self._tail[index] + self.others_infinity * (1.0 - 4.0 * _U)
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Certified lower δ at each ε (non-increasing in ε)."""
+        """Certified lower δ at each ε (non-increasing over the ε of one call)."""
         eps = np.asarray(eps, dtype=np.float64)
         out = np.zeros(eps.shape)
         material = self._values > 0.0
@@ -378,7 +378,11 @@ class ProductLower:
             near = slice(max(k - 2 * _STRIDE, 0), k + 2 * _STRIDE + 1)
             fine = values[near] * self.tail(e - x[near])
             out.flat[i] = max(float(coarse[k // _STRIDE]), float(np.max(fine))) * (1.0 - 2.0 * _U)
-        return np.minimum(out, 1.0)
+        # A bound at a larger ε holds at every smaller one (δ is non-increasing): the refined points may
+        # differ from one ε to the next, so take the suffix maximum over the ε asked for.
+        flat, order = out.ravel(), np.argsort(eps.ravel(), kind="stable")
+        flat[order] = np.maximum.accumulate(flat[order][::-1])[::-1]
+        return np.minimum(flat.reshape(eps.shape), 1.0)
 
 
 def direct_realization(factor: Factor, spacing: float) -> Realization:
