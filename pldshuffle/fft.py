@@ -115,9 +115,9 @@ class FFTBackend:
 
     def inverse_products(self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int) -> Iterator[tuple[int, NDArray[np.float64]]]:
         """``(i, irfft(spectrum · kernels[i], size))`` for every row ``i`` of ``kernels`` (half-spectra), in
-        order.  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan); each product and
-        transform rounds as one at a time would.  A yielded array may be overwritten once the
-        next is requested."""
+        order.  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan), each by the same
+        kind of algorithm as one at a time, so the same round-off bounds hold.  A yielded array may be
+        overwritten once the next is requested.  O(rows · size log size)."""
         for first in range(0, kernels.shape[0], _BATCH_ROWS):
             block = kernels[first : first + _BATCH_ROWS]
             if self.name == "pyfftw":
