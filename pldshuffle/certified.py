@@ -337,9 +337,14 @@ class CertifiedPLD:
             self._cache[part] = self._realize_upper() if part == "upper" else self._realize_lower()
         return self._cache[part]
 
+    @property
+    def _orders(self) -> int:
+        """Orders of the directions composed: one for a symmetric ledger, else both."""
+        return 1 if self.symmetric else 2
+
     def _combinations(self, part: str) -> list[list[tuple[LatticeDirection, int]]]:
         """Direction choices: all terms forward, or all backward; lower: witness ``w`` of every term."""
-        width = 2 if not self.symmetric else 1
+        width = self._orders
         if part == "upper":
             return [[(t.upper[min(d, len(t.upper) - 1)], t.count) for t in self.terms] for d in range(width)]
         if "lower-combinations" in self._cache:
@@ -399,8 +404,8 @@ class CertifiedPLD:
                 continue
             measure = term.adaptive_lower
             strategy = Composite((direct_realization(measure.factor(1), self.spacing),), compose_infinity([(measure, 1)], upper=False),
-                                 MASS_RTOL, loss_shift=measure.loss_error * (1.0 + 4.0 * _U))
-            for d in range(1 if self.symmetric else 2):
+                                 MASS_RTOL, loss_shift=_loss_shift([(measure, 1)]))
+            for d in range(self._orders):
                 combo = []
                 for other in self.terms[:i] + self.terms[i + 1 :]:
                     witness = other.lower[0][min(d, len(other.lower[0]) - 1)]
@@ -434,7 +439,8 @@ class CertifiedPLD:
         factors = [_rounded_down(d, coarsening).factor(n) for d, n in combo]
         if rounds == 1:
             return ProductLower(strategy, direct_realization(factors[0], spacing), infinity, relative, shift)
-        lo, hi = window(factors, spacing, 0.0, TAIL_TOLERANCE)
+        if coarsening > 1:
+            lo, hi = window(factors, spacing, 0.0, TAIL_TOLERANCE)
         lo_index = int(math.floor(lo / spacing)) - 1
         size = fast_size(int(math.ceil(hi / spacing)) + 2 - lo_index)
         return ProductLower(strategy, self._realize_window(factors, 0.0, lo_index, size, spacing), infinity, relative, shift)
@@ -495,8 +501,7 @@ class CertifiedPLD:
             return Composite((), infinity, relative)
         factors = [d.factor(n) for d, n in combo]
         shifts, penalties, windows = self._windows("upper" if upper else "lower")[index]
-        # Lower witnesses' losses may exceed the exact ones by their loss error, every round (rounded up).
-        loss_shift = 0.0 if upper else math.fsum(n * d.loss_error for d, n in combo) * (1.0 + 4.0 * _U * len(combo))
+        loss_shift = 0.0 if upper else _loss_shift(combo)
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
             return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties, loss_shift=loss_shift)
         reals = [self._realize_window(factors, theta, lo_index, size) for theta, lo_index, size in windows]
@@ -515,6 +520,12 @@ class CertifiedPLD:
         self._cache["bytes"] = held + size * BYTES_PER_POINT
         sizes.add(size)
         return real
+
+
+def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:
+    """How much further right a lower composition of ``combo`` is read: its witnesses' losses may exceed
+    the exact ones by their loss error, every round (the sum rounded up)."""
+    return math.fsum(n * d.loss_error for d, n in combo) * (1.0 + 4.0 * _U * len(combo))
 
 
 def _rounded_down(direction: LatticeDirection, coarsening: int) -> LatticeDirection:
