@@ -6,7 +6,7 @@ inside that process.  dp-accounting is measured side by side on the same pair wh
 strong, 64 and 1024 rounds): at Δx = 1e-4, and down a ladder of Δx towards our gap; the whole-process
 ratios on both bases are written under ``comparisons``.
 
-Run: ``python -m benchmarks.bench_v2 [--quick]`` (JSON to ``benchmarks/results/v2.json``), or as part of
+Run: ``python -m benchmarks.bench_v2 [--quick] [--only CASE ...] [--out PATH]`` (JSON to ``benchmarks/results/v2.json``), or as part of
 ``python -m benchmarks all``.
 """
 
@@ -108,17 +108,31 @@ _CASES = [
      (1e-8,), {"n": 10**8, "local_epsilon": 1.0, "rounds": 4}),
     ("krr_strong_1e7_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(10**7, 4, local_epsilon=2.0, adversary='strong'), 64)",
      (1e-6,), {"n": 10**7, "k": 4, "local_epsilon": 2.0, "rounds": 64}),
+    # Mixed ledgers: a worst-case block beside other entries (its strategy witnesses; no speed target).
+    ("mixed_2rr_block_beside_2rr_round",
+     "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(200, 2.5), 8).compose(ps.ShuffledBinaryRR(2000, 1.0))",
+     (1e-2, 1e-4, 1e-6), {"entries": "2RR n=200 ε0=2.5 ×8 + 2RR n=2000 ε0=1 ×1", "rounds": 9}),
+    ("mixed_2rr_block_beside_krr_round",
+     "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(300, 2.34), 8).compose(ps.ShuffledKRR(1000, 4, local_epsilon=2.0, adversary='strong'))",
+     (1e-2, 1e-4, 1e-6), {"entries": "2RR n=300 ε0=2.34 ×8 + kRR strong n=1000 k=4 ε0=2 ×1", "rounds": 9}),
+    ("mixed_three_2rr_entries",
+     "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(30, 3.37), 16).compose(ps.ShuffledBinaryRR(5000, 5.71), 16)"
+     ".compose(ps.ShuffledBinaryRR(200, 2.0))",
+     (1e-2, 1e-6), {"entries": "2RR n=30 ε0=3.37 ×16 + n=5000 ε0=5.71 ×16 + n=200 ε0=2 ×1", "rounds": 33}),
 ]
 #: Cases known to be slow get a shorter limit (an error row records the timeout).
 _TIMEOUTS = {"2rr_worst_1e7_one_round": 150}
 _QUICK = {"krr_strong_64_rounds_all_deltas", "krr_strong_64_rounds_one_query", "krr_strong_1024_rounds", "2rr_worst_1e4_64_rounds"}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    """Entry point for ``python -m benchmarks all``."""
+def run(quick: bool = False, only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Entry point for ``python -m benchmarks all``; ``only`` runs just the named cases (and no peer)."""
+    unknown = set(only) - {case for case, *_ in _CASES}
+    if unknown:
+        raise ValueError(f"unknown case(s) {sorted(unknown)}; the cases are {[case for case, *_ in _CASES]}")
     rows: list[dict[str, Any]] = []
     for case, setup, deltas, params in _CASES:
-        if quick and case not in _QUICK:
+        if (quick and case not in _QUICK) or (only and case not in only):
             continue
         timeout = _TIMEOUTS.get(case, 900)
         log(f"v2 {case}")
@@ -136,11 +150,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             ))
     ours = {row["parameters"]["rounds"]: row for row in rows
             if row["case"] in ("krr_strong_64_rounds_one_query", "krr_strong_1024_rounds_one_query") and row["status"] == "ok"}
-    peer_rows, comparisons = _dp_accounting_rows(quick, ours)
+    peer_rows, comparisons = _dp_accounting_rows(quick, ours) if not only else ([], [])
     rows.extend(peer_rows)
     for comparison in comparisons:
         log(json.dumps(comparison))
-    return {"rows": rows, "comparisons": comparisons, "meta": {"suite": "v2", "quick": quick}}
+    return {"rows": rows, "comparisons": comparisons, "meta": {"suite": "v2", "quick": quick, "only": list(only)}}
 
 
 #: Δx ladder for dp-accounting's whole process at a gap comparable to ours, coarsest first (its gap is
@@ -221,10 +235,11 @@ def _dp_accounting_rows(quick: bool, ours: dict[int, dict[str, Any]]) -> tuple[l
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the three fast cases only")
+    parser.add_argument("--only", nargs="+", default=(), metavar="CASE", help="run only these cases (no peer rows)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output file (default: %(default)s)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    result = run(args.quick)
+    result = run(args.quick, tuple(args.only))
     write_json(args.out, result)
     for row in result["rows"]:
         log(json.dumps({k: row.get(k) for k in ("case", "system", "parameters", "lower", "upper", "relative_gap", "seconds",

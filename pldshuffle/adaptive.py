@@ -39,7 +39,7 @@ from ._kernels import UNIT_ROUNDOFF as _U, max_shifted_sum
 from .fft import FFTBackend, fast_size, get_backend
 from .lattice import LatticeDirection, profile_at
 
-__all__ = ["adaptive_lower_profile", "adaptive_profile", "adaptive_window_size"]
+__all__ = ["adaptive_lower_profile", "adaptive_profile", "adaptive_window_size", "strategy_measure"]
 
 _ETA = 8.0 * _U
 #: Points where the bound is below this do not count towards an option's usage (immaterial tails).
@@ -204,6 +204,8 @@ def adaptive_lower_profile(
     fft_backend: str = "auto",
     usage: NDArray[np.float64] | None = None,
     progress: Callable[[float], None] | None = None,
+    choices: NDArray[np.int16] | None = None,
+    record: NDArray[np.intp] | None = None,
 ) -> NDArray[np.float64]:
     """Lower bounds, at ``j = lo .. hi``, on the value ``V_rounds(z_j)`` of one *realisable* adaptive
     strategy when every loss is exactly on the lattice (the options are realisable pairs merged or rounded
@@ -217,7 +219,10 @@ def adaptive_lower_profile(
     :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  ``usage``
     (one entry per option), if given, counts as in :func:`adaptive_profile` the points and rounds at which
     each option is the strategy's choice, and ``progress`` hears of each round done, as in
-    :func:`adaptive_profile`.  Cost as :func:`adaptive_profile`.
+    :func:`adaptive_profile`.  ``choices`` (shape ``(rounds, record.size)``), if given, receives in row
+    ``j - 1`` the strategy's choice with ``j`` rounds left at the window positions ``record`` (-1 where no
+    option's bound exceeds the floor that holds for every choice): the strategy
+    :func:`strategy_measure` plays.  Cost as :func:`adaptive_profile`.
     """
     win = _Window(options, spacing, lo, hi, fft_backend, rounds, len(tilts))
     x, x_ext, size, backend, left = win.x, win.x_ext, win.size, win.backend, win.left
@@ -232,7 +237,7 @@ def adaptive_lower_profile(
         ext[left : left + rest.size] = rest
         ext[:left] = smallest ** (j - 1) * (1.0 - 4.0 * _U * j) - 1.0  # V_{j-1} - (1 - e^x) ≥ T^{j-1} - 1 there
         best = np.full(x.size, -np.inf)
-        chosen = np.full(x.size if usage is not None else 0, -1, dtype=np.int64)
+        chosen = np.full(x.size if usage is not None or choices is not None else 0, -1, dtype=np.int64)
         for theta, kernels in frames:
             tilt = np.exp(theta * x_ext)
             w = ext * np.where(ext >= 0.0, tilt * (1.0 - 4.0 * _U), tilt * (1.0 + 4.0 * _U)) if theta else ext
@@ -245,7 +250,7 @@ def adaptive_lower_profile(
                     low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
                 candidate = own[index] + low
                 candidate -= 4.0 * _U * np.abs(candidate)
-                if usage is not None:
+                if chosen.size:
                     chosen[candidate > best] = index
                 np.maximum(best, candidate, out=best)
         with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
@@ -253,11 +258,69 @@ def adaptive_lower_profile(
         if usage is not None:
             counted = chosen[(best >= floor) & (best > _USAGE_FLOOR)]
             usage += np.bincount(counted[counted >= 0], minlength=usage.size)[: usage.size]
+        if choices is not None:
+            choices[j - 1] = np.where(best[record] >= floor[record], chosen[record], -1)
         value = np.maximum(np.maximum(best, floor), 0.0)
         if progress is not None:
             progress(j / rounds)
     result: NDArray[np.float64] = value
     return result
+
+
+def strategy_measure(
+    options: Sequence[LatticeDirection], choices: NDArray[np.int16], spacing: float, hi: int, start: int, fft_backend: str = "auto"
+) -> LatticeDirection:
+    """A lower witness of one realisable adaptive strategy over ``rounds = choices.shape[0]`` rounds: the
+    P-masses of its summed lattice losses, composable like any fixed pair's (its rounds look only at their
+    own outputs, so it may sit anywhere among other mechanisms' rounds).
+
+    The strategy starts at the budget ``z_start`` (``start`` in ``-hi .. hi``); with ``j`` rounds left and
+    budget ``z_b`` (``z_start`` less the lattice losses so far) it plays ``options[choices[j-1, b + hi]]``
+    (option 0 where that entry is -1: any choice is a strategy), ``b`` clamped to ``-hi .. hi``.  The
+    budget is a function of the outputs seen, since a merged option's lattice loss is (:mod:`pldshuffle.grid`).
+    Budgets below ``-hi - 1`` are kept at ``-hi - 1`` (their losses rounded down, which only lowers δ) and
+    those above ``hi`` are dropped (a sub-measure only lowers δ), so the state is the ``2·hi + 2`` budgets.
+    Each round convolves the state, split by the option chosen, with the options' masses: one forward FFT
+    per option in play and one inverse of the summed products, less their round-off bound
+    (:func:`_summed_correlation_error`; all terms are ≥ 0, so the bound and clipping at 0 keep every mass
+    below the strategy's exact one).  Losses may exceed the exact ones by ``rounds`` times the options'
+    largest ``loss_error``; masses at +∞ are left out.
+
+    Cost: ``rounds × (options in play + 1)`` real FFTs of length ~``2·hi + (options' span)``.
+    """
+    rounds = choices.shape[0]
+    width = 2 * hi + 2  # budgets hi .. -hi - 1
+    first = min(o.start for o in options)
+    span = max(o.start + o.masses.size for o in options) - first
+    linear = width + span - 1
+    size = fast_size(linear)
+    backend = get_backend(fft_backend, size, transforms=rounds * (len(options) + 1))
+    kernels = _kernels(options, 0.0, size, spacing, backend, upper=False, aligned=True)
+    column = np.clip(2 * hi - np.arange(width), 0, 2 * hi)  # the choice table's column of each state
+    position = np.arange(linear) + first  # where output entry t lands: the state of accumulated loss + first
+    inside, over = (position >= 0) & (position < width), position >= width
+    mass = np.zeros(width)  # state p holds the budget hi - p, i.e. the accumulated loss start - hi + p
+    mass[hi - start] = 1.0
+    for j in range(rounds, 0, -1):
+        pick = np.maximum(choices[j - 1][column], 0)
+        total = np.zeros(size // 2 + 1, dtype=np.complex128)
+        parts = []
+        for o in np.unique(pick[mass > 0.0]):
+            w = np.zeros(size)
+            w[:width] = np.where(pick == o, mass, 0.0)
+            total += backend.rfft(w) * kernels.spectra[o]
+            parts.append((_norms(w), kernels.norm1[o], kernels.error[o]))
+        if not parts:
+            break
+        out = np.maximum(backend.irfft(total, size)[:linear] - _summed_correlation_error(parts, size), 0.0)
+        mass = np.zeros(width)
+        mass[position[inside]] = out[inside]
+        mass[-1] += float(np.sum(out[over])) * (1.0 - _U * (int(over.sum()) + 2))
+    material = np.flatnonzero(mass > 0.0)
+    loss_error = rounds * max(o.loss_error for o in options) * (1.0 + 1e-12)
+    if material.size == 0:
+        return LatticeDirection(start - hi, np.zeros(1), 0.0, loss_error=loss_error)
+    return LatticeDirection(start - hi + int(material[0]), mass[material[0] : material[-1] + 1] * (1.0 - 2.0 * _U), 0.0, loss_error=loss_error)
 
 
 class _Kernels(NamedTuple):
@@ -271,20 +334,25 @@ class _Kernels(NamedTuple):
     start: list[int]
 
 
-def _kernels(options: Sequence[LatticeDirection], theta: float, size: int, spacing: float, backend: FFTBackend, *, upper: bool) -> _Kernels:
+def _kernels(
+    options: Sequence[LatticeDirection], theta: float, size: int, spacing: float, backend: FFTBackend, *, upper: bool, aligned: bool = False
+) -> _Kernels:
     """The options' :class:`_Kernels` in the frame tilted by ``θ``; the tilted masses are rounded up for an
     upper recursion and down for a lower one (the correlated function is ≥ 0 resp. of either sign: see
-    :func:`_correlation_error`)."""
+    :func:`_correlation_error`).  ``aligned``: every row starts at the options' smallest start index (its
+    masses placed after as many zeros as its own start lies above), so that products of rows can be summed."""
     spectra = np.empty((len(options), size // 2 + 1), dtype=np.complex128)
     norm1, error = [], []
+    first = min(o.start for o in options)
     for row, o in enumerate(options):
         k = o.masses * np.exp(theta * (o.start + np.arange(o.masses.size)) * spacing) * (1.0 + (4.0 if upper else -4.0) * _U)
         buffer = np.zeros(size)
-        buffer[: k.size] = k
+        at = o.start - first if aligned else 0
+        buffer[at : at + k.size] = k
         spectra[row] = backend.rfft(buffer)
         norm1.append(float(k.sum()))
         error.append(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.dot(k, k))) * 1.01)
-    return _Kernels(spectra, norm1, error, [o.start for o in options])
+    return _Kernels(spectra, norm1, error, [first if aligned else o.start for o in options])
 
 
 def _own_profiles(options: Sequence[LatticeDirection], lo: int, hi: int, spacing: float, direction: float) -> list:
@@ -304,15 +372,28 @@ def _norms(w: NDArray[np.float64]) -> tuple[float, float]:
 def _correlation_error(norms: tuple[float, float], k1: float, k_err: float, size: int) -> float:
     """Pointwise bound on |computed − exact| of the circular correlation of a buffer ``w`` (any sign; its
     ``norms`` from :func:`_norms`) with a kernel of 1-norm ``k1`` whose spectrum's round-off has 2-norm
-    ≤ ``k_err``, by forward FFTs, product, inverse.
+    ≤ ``k_err``, by forward FFTs, product, inverse (:func:`_summed_correlation_error` of one part)."""
+    return _summed_correlation_error([(norms, k1, k_err)], size)
+
+
+def _summed_correlation_error(parts: Sequence[tuple[tuple[float, float], float, float]], size: int) -> float:
+    """Pointwise bound on |computed − exact| of ``Σ_o w_o ⋆ k_o`` (circular correlations or convolutions)
+    computed as one inverse FFT of the summed products of half spectra, each part ``(norms of w_o, ‖k_o‖₁,
+    2-norm bound on the round-off of k_o's spectrum)``.
 
     Higham (*Accuracy and Stability*, Thm 24.2) in 2-norm: ``|Ŵ| ≤ ‖w‖₁``, ``|k̂| ≤ ‖k‖₁`` (plus their
-    errors), the complex product rounds by ≤ 3u, and ‖exact output‖₂ ≤ ‖k‖₁‖w‖₂ (Parseval); the 2-norm of
-    the error vector bounds every entry.
+    errors), each complex product rounds by ≤ 3u, the sum of ``S`` products by ≤ (S-1)u times the sum of
+    their moduli, and ‖exact output‖₂ ≤ Σ ‖k_o‖₁‖w_o‖₂ (Parseval); the 2-norm of the error vector bounds
+    every entry.
     """
-    log2 = math.log2(size)
-    w1, w2 = norms
-    w_err = log2 * _ETA * math.sqrt(size) * w2 * 1.01
-    prod = w1 * k_err + (k1 + k_err) * w_err + 3.0 * _U * (k1 + k_err) * (math.sqrt(size) * w2 + w_err)
-    spectral = math.sqrt(2.0) * prod / math.sqrt(size)  # the full spectrum has twice the half's energy
-    return float(1.01 * (spectral + log2 * _ETA * (k1 * w2 + 2.0 * spectral)))
+    log2, root = math.log2(size), math.sqrt(size)
+    prod, output, moduli = 0.0, 0.0, 0.0
+    for (w1, w2), k1, k_err in parts:
+        w_err = log2 * _ETA * root * w2 * 1.01
+        prod += w1 * k_err + (k1 + k_err) * w_err + 3.0 * _U * (k1 + k_err) * (root * w2 + w_err)
+        output += k1 * w2
+        moduli += (w1 + w_err) * (k1 + k_err)
+    if len(parts) > 1:  # (not 0 · moduli: an overflowed frame's moduli are +inf, and the bound must stay +inf)
+        prod += (len(parts) - 1) * _U * root * moduli * 1.01
+    spectral = math.sqrt(2.0) * prod / root  # the full spectrum has twice the half's energy
+    return float(1.01 * (spectral + log2 * _ETA * (output + 2.0 * spectral)))

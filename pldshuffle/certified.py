@@ -71,6 +71,10 @@ _TILT_DELTAS = (1e-8, 1e-14)
 #: 1e5 rounds at ε0 = 3e-3: 9.4e-3 and 1.2e-4; 1e4 rounds at ε0 = 1e-2: 1.1e-3 and 2.4e-4; 2000 rounds at
 #: ε0 = 3e-2: 2.1e-4 and 1.7e-5).
 _LONG_TILT_DELTA, _LONG_LEDGER = 1e-3, 2000
+#: Ledgers of at most this many rounds are held to the relative target at every δ ≤ 1e-2.
+SHORT_LEDGER = 64
+#: δ levels at whose upper ε a worst-case block's strategy witnesses aim (:meth:`CertifiedPLD._strategy_lowers`).
+_STRATEGY_DELTAS = (1e-2, 1e-4, 1e-7)
 #: Bytes held per window point by one cached realisation (masses, profile, suffix) and, transiently, while
 #: realising (measured: ~90 per point beyond what the realisation keeps).
 BYTES_PER_POINT = 24
@@ -388,14 +392,63 @@ class CertifiedPLD:
 
     def _realize_lower(self) -> list[Composite | ProductLower]:
         composites: list[Composite | ProductLower] = [self._composite(combo, upper=False, index=i) for i, combo in enumerate(self._combinations("lower"))]
-        return composites + self._product_lowers()
+        products = self._product_lowers()
+        lowers = composites + [p for *_, p in products]
+        return lowers + self._strategy_lowers(products, lowers)
 
-    def _product_lowers(self) -> list[ProductLower]:
+    def _strategy_lowers(self, products: list[tuple[int, int, ProductLower]], lowers: list[Any]) -> list[Composite]:
+        """Where the ledger holds other entries besides terms with strategy witnesses (blocks of a worst case
+        over datasets: :attr:`~pldshuffle.lattice.Term.strategies`), those witnesses composed with the other
+        entries' first witnesses, in each order.  A strategy looks only at its own block's outputs, so it is
+        realisable in any order of the rounds and composes like a fixed pair.  At the ledger's upper ε(δ)
+        for each δ of ``_STRATEGY_DELTAS``, a block's strategy aims at the budget where its product lower
+        end (``products``, by term index and order) is largest, and (a second composition) at the ledger's
+        ε less the other entries' mean witness losses; neither is best everywhere.  Levels where the other
+        ``lowers`` already leave a gap of at most half the default target (:func:`~pldshuffle.spacing.relative_target`)
+        are skipped (64 rounds of 2RR beside 1e4 rounds of clones: 0.46 ‰ at δ = 1e-2; the witnesses would
+        add 2.9 s to 16.6 s and gain nothing).  Optional: a composition that would pass the memory cap is
+        left out."""
+        if len(self.terms) < 2 or all(t.strategies is None for t in self.terms):
+            return []
+        aims = {(i, d): p for i, d, p in products}
+        reached = {delta: invert(lambda e: np.max([c.lower(e) for c in lowers], axis=0), delta, upper=False) for delta in _STRATEGY_DELTAS}
+        found: list[Composite] = []
+        seen: set[tuple[int, ...]] = set()
+        for d in range(self._orders):
+            fixed = [t.lower[0][min(d, len(t.lower[0]) - 1)].for_rounds(t.lower_count) for t in self.terms]
+            means = [t.lower_count * _mean_loss(w, self.spacing) for t, w in zip(self.terms, fixed)]
+            for delta in _STRATEGY_DELTAS:
+                epsilon = invert(self._lattice_upper, delta, upper=True)
+                if not math.isfinite(epsilon) or epsilon - reached[delta] <= 0.5 * relative_target(self.rounds) * epsilon:
+                    continue
+                for by_product in (True, False):
+                    combo = []
+                    for i, (t, w, mean) in enumerate(zip(self.terms, fixed, means)):
+                        if t.strategies is None:
+                            combo.append((w, t.lower_count))
+                            continue
+                        product = aims.get((i, d)) if by_product else None
+                        budget = product.aim(epsilon) if product is not None else math.nan
+                        if not math.isfinite(budget):
+                            budget = epsilon - (math.fsum(means) - mean)
+                        # Each of the block's t.count repetitions aims at its share of the budget.
+                        combo.append((t.strategies.measure(budget / t.count), t.count))
+                    key = tuple(id(m) for m, _ in combo)
+                    if key in seen or any(m is None for m, _ in combo):  # built already, or over the work cap
+                        continue
+                    seen.add(key)
+                    try:
+                        found.append(self._composite(combo, upper=False, plan=self._plan(combo, "lower", _choose_tilts(combo, self.spacing))))
+                    except MemoryBudgetError:  # an optional lower end: the others stand without it
+                        continue
+        return found
+
+    def _product_lowers(self) -> list[tuple[int, int, ProductLower]]:
         """Where the ledger holds other entries besides a term with an adaptive lower measure (one block of a
         worst case over datasets), that measure against the other entries' first witnesses, rounded down and
         composed, in each order (:class:`~pldshuffle.lattice.ProductLower`): the witnesses' composition alone
         gives up the block's adaptive gain (2RR n = 30, ε0 = 3.37, 16 rounds and one round of a negligible
-        mechanism, δ = 1e-2: gap 0.24 ‰ alone, 7.3 ‰ with it)."""
+        mechanism, δ = 1e-2: gap 0.24 ‰ alone, 7.3 ‰ with it).  Each comes with its term's index and order."""
         if len(self.terms) < 2:
             return []
         products = []
@@ -414,7 +467,7 @@ class CertifiedPLD:
                     combo.append((witness.alternative, other.lower_count or other.count))
                 else:
                     try:
-                        products.append(self._product_lower(strategy, combo))
+                        products.append((i, d, self._product_lower(strategy, combo)))
                     except MemoryBudgetError:  # an optional lower end: the witnesses' composition stands alone
                         continue
         return products
@@ -460,31 +513,34 @@ class CertifiedPLD:
         key = f"windows-{part}"
         if key in self._cache:
             return self._cache[key]
-        plans = []
-        for index, combo in enumerate(self._combinations(part)):
-            shifts, penalties = np.zeros(1), np.zeros(1)
-            if part == "lower" and all(d.finite_mass > 0.0 for d, _ in combo):
-                shifts, penalties = shift_certificate(combo, self.spacing)
-            windows = []
-            if all(d.finite_mass > 0.0 for d, _ in combo) and sum(n for _, n in combo) > 1:
-                factors = [d.factor(n) for d, n in combo]
-                # Every combination is realised at its own saddle points: one order's tail can be far heavier
-                # than the other's (2RR n = 105, ε0 = 5.4, the dataset m = 104, 64 rounds: its backward
-                # direction reaches δ = 1e-10 near the loss cap, where frames tilted for the forward one left
-                # ε ≤ 327.90 against 326.88 below; 327.00 with its own), and a witness's than the upper
-                # combination's (2RR n = 3000, ε0 = 8, 200 rounds: m = 0 reaches δ = 1e-12 at ε = 950, where
-                # shared tilts' windows had ended; the lower end was 894.5).
-                for theta in self._tilts(part, index):
-                    # Not widened down to ε = 0: below its start a window's upper values add the mass it
-                    # misses there (Realization.bottom_mass, ≤ TAIL_TOLERANCE at θ = 0), where a window from 0
-                    # held a million rounds' mean loss in lattice points (2RR n = 1000, ε0 = 8, 1e6 rounds:
-                    # ε ≈ 5.5e6, coarsened to Δ ≈ 1 to fit; gap 9 %).
-                    lo, hi = window(factors, self.spacing, theta, TAIL_TOLERANCE)
-                    lo_index = int(math.floor(lo / self.spacing)) - 1
-                    windows.append((theta, lo_index, fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
-            plans.append((shifts, penalties, windows))
+        # Every combination is realised at its own saddle points: one order's tail can be far heavier than the
+        # other's (2RR n = 105, ε0 = 5.4, the dataset m = 104, 64 rounds: its backward direction reaches
+        # δ = 1e-10 near the loss cap, where frames tilted for the forward one left ε ≤ 327.90 against 326.88
+        # below; 327.00 with its own), and a witness's than the upper combination's (2RR n = 3000, ε0 = 8,
+        # 200 rounds: m = 0 reaches δ = 1e-12 at ε = 950, where shared tilts' windows had ended; the lower
+        # end was 894.5).
+        plans = [self._plan(combo, part, self._tilts(part, index)) for index, combo in enumerate(self._combinations(part))]
         self._cache[key] = plans
         return plans
+
+    def _plan(self, combo: list[tuple[LatticeDirection, int]], part: str, tilts: list[float]) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]:
+        """Certified shifts, their penalties and the ``(θ, first index, size)`` of each realisation window of
+        one combination (no window when its finite part is empty or it has one round: no FFT)."""
+        shifts, penalties = np.zeros(1), np.zeros(1)
+        if part == "lower" and all(d.finite_mass > 0.0 for d, _ in combo):
+            shifts, penalties = shift_certificate(combo, self.spacing)
+        windows = []
+        if all(d.finite_mass > 0.0 for d, _ in combo) and sum(n for _, n in combo) > 1:
+            factors = [d.factor(n) for d, n in combo]
+            for theta in tilts:
+                # Not widened down to ε = 0: below its start a window's upper values add the mass it misses
+                # there (Realization.bottom_mass, ≤ TAIL_TOLERANCE at θ = 0), where a window from 0 held a
+                # million rounds' mean loss in lattice points (2RR n = 1000, ε0 = 8, 1e6 rounds: ε ≈ 5.5e6,
+                # coarsened to Δ ≈ 1 to fit; gap 9 %).
+                lo, hi = window(factors, self.spacing, theta, TAIL_TOLERANCE)
+                lo_index = int(math.floor(lo / self.spacing)) - 1
+                windows.append((theta, lo_index, fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
+        return shifts, penalties, windows
 
     def check_budget(self) -> None:
         """Refuse, before realising anything, a composition whose windows together exceed the memory cap."""
@@ -493,14 +549,15 @@ class CertifiedPLD:
             plans = PLAN_BYTES_PER_POINT * sum(n for n in set(sizes) if get_backend(self.fft_backend, n).name == "pyfftw")
             _check_memory(max(sizes), self.max_memory_bytes, self.spacing, BYTES_PER_POINT * sum(sizes) + plans)
 
-    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int) -> Composite:
+    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int = -1, plan: tuple | None = None) -> Composite:
+        """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`)."""
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)
         if any(d.finite_mass <= 0.0 for d, _ in combo):  # the finite part of the composition is empty
             return Composite((), infinity, relative)
         factors = [d.factor(n) for d, n in combo]
-        shifts, penalties, windows = self._windows("upper" if upper else "lower")[index]
+        shifts, penalties, windows = plan if plan is not None else self._windows("upper" if upper else "lower")[index]
         loss_shift = 0.0 if upper else _loss_shift(combo)
         if rounds == 1:  # nothing to compose: the lattice measure itself, no FFT, no round-off
             return Composite((direct_realization(factors[0], self.spacing),), infinity, relative, shifts, penalties, loss_shift=loss_shift)
@@ -520,6 +577,21 @@ class CertifiedPLD:
         self._cache["bytes"] = held + size * BYTES_PER_POINT
         sizes.add(size)
         return real
+
+
+def relative_target(rounds: int) -> float:
+    """Default certified relative ε gap: 1e-4 for one round, 1e-3 up to ``SHORT_LEDGER`` rounds, 2e-3 beyond."""
+    if rounds == 1:
+        return 1e-4
+    return 1e-3 if rounds <= SHORT_LEDGER else 2e-3
+
+
+def _mean_loss(direction: LatticeDirection, spacing: float) -> float:
+    """Mean finite loss of one round of a lattice measure (0 without finite mass)."""
+    total = direction.finite_mass
+    if total <= 0.0:
+        return 0.0
+    return float(np.dot(direction.masses, direction.start + np.arange(direction.masses.size))) * spacing / total
 
 
 def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:

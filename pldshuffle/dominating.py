@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from ._estimate import SLOW_SECONDS
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
-from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size
+from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size, strategy_measure
 from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts, tail_score
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
@@ -111,6 +111,14 @@ _LOWER_REFINE_GAP = 5e-4
 _LOWER_MAX_POINTS = 2**20
 _LOWER_ADAPTIVE_WORK = 1e9
 _LOWER_SPECTRA_BYTES = 2**28
+#: Strategy witnesses (:class:`StrategyWitnesses`): the first run's choices are kept on at most
+#: ``_STRATEGY_POINTS`` budgets (2RR n = 30, ε0 = 3.37, 16 rounds: the strategy aiming at ε(1e-2) attains δ
+#: 4.4 % below the adaptive lower end's on 2^13, 0.07 % on 2^15), and in at most ``_STRATEGY_BYTES``.
+_STRATEGY_POINTS = 2**15
+_STRATEGY_BYTES = 2**25
+#: A block's strategy witnesses together play at most this much work (rounds × options × FFT length; 1e8
+#: took 0.8 s): further aims are left out (130 rounds of 2RR n = 20: 0.7–1.0 s per witness).
+_STRATEGY_WORK = 1e9
 #: The recursion's choices: at most this many runs of units (:func:`_split_used_runs` splits the used ones
 #: in up to ``_SCREEN_PASSES`` passes of a recursion of at most ``_SCREEN_ROUNDS`` rounds on at most
 #: ``_SCREEN_POINTS`` points, each halving the runs used at least ``_SPLIT_SHARE`` times as often as the
@@ -642,13 +650,13 @@ def _adaptive_terms(
             return terms
     # A realisable adaptive strategy as a lower bound (on a coarsened lattice where the ledger's is too fine:
     # merged witnesses lose only O(Δ²) per round there, see _adaptive_lower).
-    strategy = None
-    if lower and quotient == 1 and not rest:  # read only when this block is the whole ledger
+    strategy, strategies = None, None
+    if lower and quotient == 1 and not rest:  # built only when this block is the whole entry
         spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
-        strategy = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend, blocks[rounds], spectra, report)
+        strategy, strategies = _adaptive_lower(witnesses, rounds, spacing, end, tilts, backend, blocks[rounds], spectra, report)
     if strategy is None:
         return shorter(count)
-    return (Term((blocks[rounds],), lows, 1, lower_count=rounds, adaptive_lower=strategy),)
+    return (Term((blocks[rounds],), lows, 1, lower_count=rounds, adaptive_lower=strategy, strategies=strategies),)
 
 
 def _estimated_gap(terms: tuple[Term, ...], lows: tuple, spacing: float, count: int, options: dict) -> float:
@@ -769,11 +777,12 @@ def _block_rounds(count: int) -> int:
 def _adaptive_lower(
     witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, end: int, tilts: list[float], fft_backend: str,
     upper: LatticeDirection, spectra_bytes: float, report: Callable[[str], None] | None = None,
-) -> LatticeDirection | None:
+) -> tuple[LatticeDirection | None, StrategyWitnesses]:
     """A lattice measure whose profile is, at every ``x``, at most the hockey-stick profile at ``x`` of some
     realisable adaptive strategy over ``rounds`` rounds (the witnesses in both orders, chosen round by
-    round; the best choice depends on ``x``).  It bounds the block's worst case from below when the block is
-    the whole ledger; being a maximum over strategies, not one pair, it must not be composed.
+    round; the best choice depends on ``x``), and the :class:`StrategyWitnesses` of the first run's
+    strategies.  The measure bounds the block's worst case from below when the block is the whole ledger;
+    being a maximum over strategies, not one pair, it must not be composed (the strategy witnesses may be).
 
     The strategies are those of :func:`pldshuffle.adaptive.adaptive_lower_profile`, in up to two runs over
     the window ``-end .. end`` (ledger indices), each on the ledger's lattice coarsened by an integer factor
@@ -815,8 +824,16 @@ def _adaptive_lower(
     coarse = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(directions), 4 * _LOWER_ADAPTIVE_POINTS)))
     options = [lower_direction(d.discretize(spacing * coarse)) for d in directions]
     usage = np.zeros(len(options))
-    runs = [(coarse, options, _strategy_values(options, rounds, spacing * coarse, -(-end // coarse), tilts, fft_backend, usage,
-                                               build_progress(f"adaptive lower end, {len(options)} options, {rounds} rounds", report)))]
+    # The first run's choices, kept on a lattice ``step`` times coarser still, for the strategy witnesses.
+    first_hi = -(-end // coarse)
+    step = max(1, -(-2 * first_hi // min(_STRATEGY_POINTS, _STRATEGY_BYTES // (2 * rounds))))
+    budgets = -(-first_hi // step)
+    record = np.clip(np.arange(-budgets, budgets + 1) * step, -first_hi, first_hi) + first_hi
+    choices = np.empty((rounds, record.size), dtype=np.int16)
+    runs = [(coarse, options, _strategy_values(options, rounds, spacing * coarse, first_hi, tilts, fft_backend, usage,
+                                               build_progress(f"adaptive lower end, {len(options)} options, {rounds} rounds", report),
+                                               choices, record))]
+    strategies = StrategyWitnesses(directions, choices, spacing, coarse * step, budgets, fft_backend)
     kept = [i for i in range(len(options)) if usage[i] > 0.0 and usage[i] >= _LOWER_KEEP_SHARE * usage.sum()]
     fine = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(kept), _LOWER_MAX_POINTS)))
     if kept and fine < coarse and _lower_gap(runs[0][2], coarse, upper, spacing) > _LOWER_REFINE_GAP:
@@ -840,11 +857,47 @@ def _adaptive_lower(
     try:
         target = _greatest_convex_minorant(below, total, -hi, spacing * factor)
     except _HullOutOfRange:  # no adaptive lower end: the witnesses' compositions still bound the ledger
-        return None
+        return None, strategies
     measure = _from_profile_below(np.maximum(target, 0.0), total, -hi, spacing * factor)
     measure = _on_finer_lattice(measure, factor) if factor > 1 else measure
     # Each round's option may have losses up to its loss error above the exact ones (read further right).
-    return replace(measure, loss_error=rounds * max(o.loss_error for _, run_options, _ in runs for o in run_options) * (1.0 + 1e-12))
+    return replace(measure, loss_error=rounds * max(o.loss_error for _, run_options, _ in runs for o in run_options) * (1.0 + 1e-12)), strategies
+
+
+class StrategyWitnesses:
+    """Lower witnesses of single adaptive strategies over one block (:func:`pldshuffle.adaptive.strategy_measure`),
+    built on demand: from a start budget, the strategy playing the adaptive lower end's first-run choices
+    (kept on the budgets ``-budgets .. budgets`` of the lattice ``step`` times the ledger's ``spacing``)
+    over the witnesses' directions merged onto that lattice, placed on the ledger's lattice.
+
+    Unlike the block's adaptive lower measure (a maximum over strategies), each is one strategy's PLD,
+    which looks only at the block's own outputs: it composes with other entries in any order.  Cost: per
+    start ``rounds × (options in play + 1)`` FFTs of ~``4·budgets`` points, within ``_STRATEGY_WORK`` for
+    all starts together; ``rounds × (2·budgets + 1)`` choices held (int16).
+    """
+
+    def __init__(self, directions: list, choices: NDArray[np.int16], spacing: float, step: int, budgets: int, fft_backend: str) -> None:
+        self._directions, self._choices, self._spacing, self._step = directions, choices, spacing, step
+        self._budgets, self._backend = budgets, fft_backend
+        self._options: list[LatticeDirection] | None = None
+        self._built: dict[int, LatticeDirection] = {}
+        self._work = 0.0
+
+    def measure(self, budget: float) -> LatticeDirection | None:
+        """The witness of the strategy aiming at ``budget`` (the nearest kept budget; built once each), or
+        None once the starts built have used up ``_STRATEGY_WORK``."""
+        step = self._spacing * self._step
+        start = int(min(max(round(budget / step), -self._budgets), self._budgets)) if math.isfinite(budget) else self._budgets
+        if start not in self._built:
+            work = self._choices.shape[0] * len(self._directions) * 4.0 * self._budgets
+            if self._work + work > _STRATEGY_WORK:
+                return None
+            self._work += work
+            if self._options is None:
+                self._options = [lower_direction(d.discretize(step)) for d in self._directions]
+            m = strategy_measure(self._options, self._choices, step, self._budgets, start, self._backend)
+            self._built[start] = replace(_on_finer_lattice(m, self._step), loss_error=m.loss_error) if self._step > 1 else m
+        return self._built[start]
 
 
 def _lower_gap(values: NDArray[np.float64], factor: int, upper: LatticeDirection, spacing: float) -> float:
@@ -859,11 +912,13 @@ def _lower_gap(values: NDArray[np.float64], factor: int, upper: LatticeDirection
 def _strategy_values(
     options: list[LatticeDirection], rounds: int, spacing: float, hi: int, tilts: list[float], fft_backend: str,
     usage: NDArray[np.float64] | None = None, progress: Callable[[float], None] | None = None,
+    choices: NDArray[np.int16] | None = None, record: NDArray[np.intp] | None = None,
 ) -> NDArray[np.float64]:
     """Lower bounds on the value of a realisable adaptive strategy over ``options`` at the lattice points
-    ``-hi .. hi`` (:func:`pldshuffle.adaptive.adaptive_lower_profile`), shifted right by the options'
-    rounding offsets where their certificate allows (see :func:`_adaptive_lower`), never negative."""
-    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage, progress)
+    ``-hi .. hi`` (:func:`pldshuffle.adaptive.adaptive_lower_profile`, which also records its ``choices``
+    at ``record``), shifted right by the options' rounding offsets where their certificate allows (see
+    :func:`_adaptive_lower`), never negative."""
+    values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage, progress, choices, record)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
     penalty = rounding_penalty(np.max([o.offset_log_mgf for o in options], axis=0) * rounds, steps)

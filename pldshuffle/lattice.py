@@ -108,6 +108,10 @@ class Term:
     #: strategy (``pldshuffle.dominating._adaptive_lower``).  A maximum over strategies, not one pair, so it
     #: is only read when the block is the whole ledger (never composed).
     adaptive_lower: LatticeDirection | None = None
+    #: Lower witnesses of single realisable adaptive strategies over one block (each looks at the block's own
+    #: outputs only): composable like fixed pairs, beside other entries too.  An object whose
+    #: ``measure(budget)`` builds the one aiming at a budget (``pldshuffle.dominating.StrategyWitnesses``), or None.
+    strategies: Any = None
     #: Every outcome of one round of the mechanism has privacy loss in ``[-max_loss, max_loss]`` (ε0 when
     #: the view is a post-processing of an ε0-LDP report), truncated outcomes included; caps ε (see
     #: :attr:`pldshuffle.certified.CertifiedPLD.loss_cap`).
@@ -371,18 +375,35 @@ class ProductLower:
         if x.size == 0:
             return out
         for i, e in enumerate(eps.ravel()):
-            # Every x gives a bound: every _STRIDE-th point, then every point near the best of those (the
-            # product of a non-increasing and a non-decreasing function; O(points/_STRIDE) per ε).
-            coarse = values[::_STRIDE] * self.tail(e - x[::_STRIDE])
-            k = int(np.argmax(coarse)) * _STRIDE
-            near = slice(max(k - 2 * _STRIDE, 0), k + 2 * _STRIDE + 1)
-            fine = values[near] * self.tail(e - x[near])
-            out.flat[i] = max(float(coarse[k // _STRIDE]), float(np.max(fine))) * (1.0 - 2.0 * _U)
+            out.flat[i] = self._best(float(e), x, values)[0] * (1.0 - 2.0 * _U)
         # A bound at a larger ε holds at every smaller one (δ is non-increasing): the refined points may
         # differ from one ε to the next, so take the suffix maximum over the ε asked for.
         flat, order = out.ravel(), np.argsort(eps.ravel(), kind="stable")
         flat[order] = np.maximum.accumulate(flat[order][::-1])[::-1]
         return np.minimum(flat.reshape(eps.shape), 1.0)
+
+
+    def aim(self, epsilon: float) -> float:
+        """The ``x`` of the largest product at ``epsilon``: the budget the block's strategy best aims at there
+        (``nan`` where every product is 0)."""
+        material = self._values > 0.0
+        if not np.any(material):
+            return math.nan
+        value, x = self._best(epsilon, self._x[material], self._values[material])
+        return x if value > 0.0 else math.nan
+
+    def _best(self, epsilon: float, x: NDArray[np.float64], values: NDArray[np.float64]) -> tuple[float, float]:
+        """The largest product at ``epsilon`` over the points ``x`` (every _STRIDE-th point, then every point
+        near the best of those: the product of a non-increasing and a non-decreasing function;
+        O(points/_STRIDE)), and its point."""
+        coarse = values[::_STRIDE] * self.tail(epsilon - x[::_STRIDE])
+        k = int(np.argmax(coarse)) * _STRIDE
+        near = slice(max(k - 2 * _STRIDE, 0), k + 2 * _STRIDE + 1)
+        fine = values[near] * self.tail(epsilon - x[near])
+        j = int(np.argmax(fine))
+        if coarse[k // _STRIDE] >= fine[j]:
+            return float(coarse[k // _STRIDE]), float(x[k])
+        return float(fine[j]), float(x[near][j])
 
 
 def direct_realization(factor: Factor, spacing: float) -> Realization:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .certified import TAIL_TOLERANCE
+from .certified import SHORT_LEDGER, TAIL_TOLERANCE, relative_target
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
 from .grid import lower_error_estimates, moments
 from .pld import PrivacyLossPair
@@ -26,21 +26,12 @@ MAX_REFINED_POINTS = 2**23
 #: ledgers, held to the target down to δ = 1e-2, and the others.
 MIN_SCALE = 0.02
 MIN_SCALE_LONG = 0.05
-#: Ledgers of at most this many rounds are held to the relative target at every δ ≤ 1e-2.
-SHORT_LEDGER = 64
 #: Δ = target·ε/(divisor·√rounds): the coarser divisor where the lower witnesses' estimated error there is
 #: at most _LOWER_SHARE of the budget target·ε (merged onto the lattice, dense pairs: O(Δ²) per round), the
 #: finer one otherwise (sparse pairs: merging errs O(Δ·gap) per round, rounding down's shift O(Δ√rounds)).
 _COARSE_DIVISOR = 2.0
 _FINE_DIVISOR = 8.0
 _LOWER_SHARE = 0.1
-
-
-def relative_target(rounds: int) -> float:
-    """Default certified relative ε gap: 1e-4 for one round, 1e-3 up to 64 rounds, 2e-3 beyond."""
-    if rounds == 1:
-        return 1e-4
-    return 1e-3 if rounds <= SHORT_LEDGER else 2e-3
 
 
 def composed_range(
