@@ -70,7 +70,7 @@ def _bounds(mechanism, rounds, eps, adaptive=True, monkeypatch=None):
     return ps.FourierAccountant().compose(mechanism, count=rounds).get_delta_bounds(eps)
 
 
-@pytest.mark.parametrize("n, eps0, rounds", [(300, 1.0, 12), (1000, 2.0, 6)])
+@pytest.mark.parametrize("n, eps0, rounds", [pytest.param(300, 1.0, 12, marks=pytest.mark.slow), (1000, 2.0, 6)])
 def test_block_is_never_looser_than_the_composed_envelope_and_tighter_for_2rr(n, eps0, rounds, monkeypatch):
     eps = np.array([0.0, 0.3, 1.0, 2.0])
     with_block = _bounds(ps.ShuffledBinaryRR(n, eps0), rounds, eps)
@@ -400,6 +400,7 @@ def test_few_users_meet_the_64_round_target(n, eps0, delta):
     assert b.lower <= b.upper and (b.upper - b.lower) / b.upper <= 1e-3, b
 
 
+@pytest.mark.slow
 def test_a_short_block_affords_a_finer_adaptive_lower_end():
     """2RR n = 3000, ε0 = 8, 30 rounds, δ = 1e-2: the adaptive lower end's recursion may use up to four times
     _LOWER_ADAPTIVE_POINTS where its work allows (here 2^18); on 2^16 points its coarser lattice left the

@@ -44,7 +44,7 @@ def test_krr_baselines_above_certified_lower(name, n, k, gamma):
     assert value >= ps.FourierAccountant().compose(mech).get_epsilon_bounds(DELTA).lower - 1e-12
 
 
-@pytest.mark.parametrize("rounds", [4, 16])
+@pytest.mark.parametrize("rounds", [4, pytest.param(16, marks=pytest.mark.slow)])
 def test_composed_baselines_above_certified_lower(rounds):
     n, eps0 = 1000, 1.0
     lower = _binary_rr_lower(n, eps0, rounds)

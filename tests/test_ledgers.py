@@ -360,6 +360,7 @@ def _assert_same_data_no_looser(changing, same):
     assert np.all(same.lower <= same.upper)
 
 
+@pytest.mark.slow
 def test_same_data_is_never_looser_than_changing_data(monkeypatch):
     """The block's witnesses are composed in tilted frames too (its upper term is one round): at δ ~ 1e-10
     the same-data lower end used to fall 9 % below the changing-data one."""
