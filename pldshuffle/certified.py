@@ -404,7 +404,7 @@ class CertifiedPLD:
         for each δ of ``_STRATEGY_DELTAS``, a block's strategy aims at the budget where its product lower
         end (``products``, by term index and order) is largest, and (a second composition) at the ledger's
         ε less the other entries' mean witness losses; neither is best everywhere.  Levels where the other
-        ``lowers`` already leave a gap of at most half the default target (:func:`~pldshuffle.spacing.relative_target`)
+        ``lowers`` already leave a gap of at most half the default target (:func:`relative_target`)
         are skipped (64 rounds of 2RR beside 1e4 rounds of clones: 0.46 ‰ at δ = 1e-2; the witnesses would
         add 2.9 s to 16.6 s and gain nothing).  Optional: a composition that would pass the memory cap is
         left out."""
