@@ -411,16 +411,19 @@ class CertifiedPLD:
         if len(self.terms) < 2 or all(t.strategies is None for t in self.terms):
             return []
         aims = {(i, d): p for i, d, p in products}
-        reached = {delta: invert(lambda e: np.max([c.lower(e) for c in lowers], axis=0), delta, upper=False) for delta in _STRATEGY_DELTAS}
+        # The ledger's upper ε at each level, where the others' lower ends already leave a gap worth closing.
+        aimed = {}
+        for delta in _STRATEGY_DELTAS:
+            epsilon = invert(self._lattice_upper, delta, upper=True)
+            reached = invert(lambda e: np.max([c.lower(e) for c in lowers], axis=0), delta, upper=False)
+            if math.isfinite(epsilon) and epsilon - reached > 0.5 * relative_target(self.rounds) * epsilon:
+                aimed[delta] = epsilon
         found: list[Composite] = []
         seen: set[tuple[int, ...]] = set()
         for d in range(self._orders):
             fixed = [t.lower[0][min(d, len(t.lower[0]) - 1)].for_rounds(t.lower_count) for t in self.terms]
             means = [t.lower_count * _mean_loss(w, self.spacing) for t, w in zip(self.terms, fixed)]
-            for delta in _STRATEGY_DELTAS:
-                epsilon = invert(self._lattice_upper, delta, upper=True)
-                if not math.isfinite(epsilon) or epsilon - reached[delta] <= 0.5 * relative_target(self.rounds) * epsilon:
-                    continue
+            for epsilon in aimed.values():
                 for by_product in (True, False):
                     combo = []
                     for i, (t, w, mean) in enumerate(zip(self.terms, fixed, means)):

@@ -896,7 +896,7 @@ class StrategyWitnesses:
             if self._options is None:
                 self._options = [lower_direction(d.discretize(step)) for d in self._directions]
             m = strategy_measure(self._options, self._choices, step, self._budgets, start, self._backend)
-            self._built[start] = replace(_on_finer_lattice(m, self._step), loss_error=m.loss_error) if self._step > 1 else m
+            self._built[start] = _on_finer_lattice(m, self._step) if self._step > 1 else m
         return self._built[start]
 
 
@@ -1288,7 +1288,8 @@ def _composed_directions(pair: PrivacyLossPair, spacing: float, count: int, opti
 
 
 def _on_finer_lattice(direction: LatticeDirection, factor: int) -> LatticeDirection:
-    """The same measure on the lattice ``factor`` times finer (masses at every ``factor``-th point)."""
+    """The same measure on the lattice ``factor`` times finer (masses at every ``factor``-th point), with its
+    loss error (its rounding-offset certificate, in steps of the coarser lattice, is not carried)."""
     fine = np.zeros((direction.masses.size - 1) * factor + 1)
     fine[::factor] = direction.masses
-    return LatticeDirection(direction.start * factor, fine, direction.infinity)
+    return LatticeDirection(direction.start * factor, fine, direction.infinity, loss_error=direction.loss_error)

@@ -333,8 +333,10 @@ class ProductLower:
 
     def __post_init__(self) -> None:
         measure = self.strategy.realizations[0]
-        self._x = (measure.lo_index + np.arange(measure.size + 1, dtype=np.float64)) * measure.spacing
-        self._values = self.strategy.lower(self._x)
+        x = (measure.lo_index + np.arange(measure.size + 1, dtype=np.float64)) * measure.spacing
+        values = self.strategy.lower(x)
+        material = values > 0.0  # only points where the strategy's δ is positive can give a product
+        self._x, self._values = x[material], values[material]
         r = self.others
         if r is None:  # the others' finite part is empty: only their mass at +∞
             self._tail = np.zeros(1)
@@ -370,32 +372,29 @@ class ProductLower:
         """Certified lower δ at each ε (non-increasing over the ε of one call)."""
         eps = np.asarray(eps, dtype=np.float64)
         out = np.zeros(eps.shape)
-        material = self._values > 0.0
-        x, values = self._x[material], self._values[material]
-        if x.size == 0:
+        if self._x.size == 0:
             return out
         for i, e in enumerate(eps.ravel()):
-            out.flat[i] = self._best(float(e), x, values)[0] * (1.0 - 2.0 * _U)
+            out.flat[i] = self._best(float(e))[0] * (1.0 - 2.0 * _U)
         # A bound at a larger ε holds at every smaller one (δ is non-increasing): the refined points may
         # differ from one ε to the next, so take the suffix maximum over the ε asked for.
         flat, order = out.ravel(), np.argsort(eps.ravel(), kind="stable")
         flat[order] = np.maximum.accumulate(flat[order][::-1])[::-1]
         return np.minimum(flat.reshape(eps.shape), 1.0)
 
-
     def aim(self, epsilon: float) -> float:
         """The ``x`` of the largest product at ``epsilon``: the budget the block's strategy best aims at there
         (``nan`` where every product is 0)."""
-        material = self._values > 0.0
-        if not np.any(material):
+        if self._x.size == 0:
             return math.nan
-        value, x = self._best(epsilon, self._x[material], self._values[material])
+        value, x = self._best(epsilon)
         return x if value > 0.0 else math.nan
 
-    def _best(self, epsilon: float, x: NDArray[np.float64], values: NDArray[np.float64]) -> tuple[float, float]:
-        """The largest product at ``epsilon`` over the points ``x`` (every _STRIDE-th point, then every point
-        near the best of those: the product of a non-increasing and a non-decreasing function;
-        O(points/_STRIDE)), and its point."""
+    def _best(self, epsilon: float) -> tuple[float, float]:
+        """The largest product at ``epsilon`` over the strategy's points of positive δ (every _STRIDE-th
+        point, then every point near the best of those: the product of a non-increasing and a non-decreasing
+        function; O(points/_STRIDE)), and its point."""
+        x, values = self._x, self._values
         coarse = values[::_STRIDE] * self.tail(epsilon - x[::_STRIDE])
         k = int(np.argmax(coarse)) * _STRIDE
         near = slice(max(k - 2 * _STRIDE, 0), k + 2 * _STRIDE + 1)
