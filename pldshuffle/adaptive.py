@@ -36,12 +36,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._kernels import UNIT_ROUNDOFF as _U, max_shifted_sum
-from .fft import FFTBackend, fast_size, get_backend
+from .fft import ETA as _ETA, FFTBackend, fast_size, forward_error, get_backend, map_row_ranges, norm2
 from .lattice import LatticeDirection, profile_at
 
 __all__ = ["adaptive_lower_profile", "adaptive_profile", "adaptive_window_size", "strategy_measure"]
 
-_ETA = 8.0 * _U
 #: Points where the bound is below this do not count towards an option's usage (immaterial tails).
 _USAGE_FLOOR = 1e-30
 #: Largest exponent of a tilt factor ``e^{±θx}`` a tilt may need on the window (else it is skipped).
@@ -166,13 +165,18 @@ def adaptive_profile(
         for theta, kernels, own_tilted in frames:
             w = ext * np.exp(theta * x_ext) * (1.0 + 4.0 * _U) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
-            worst = np.zeros(x.size)
-            chosen = np.full(argbest.size, -1, dtype=np.int64)  # empty: the kernel tracks nothing
-            for index, out in backend.inverse_products(spectrum, kernels.spectra, size):
-                err = _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
-                # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
-                # within ``err`` of the exact correlation.
-                max_shifted_sum(worst, out, left - kernels.start[index], own_tilted[index], err, chosen, index)
+
+            def correlate(rows: range, slot: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+                worst = np.zeros(x.size)
+                chosen = np.full(argbest.size, -1, dtype=np.int64)  # empty: the kernel tracks nothing
+                for index, out in backend.inverse_products(spectrum, kernels.spectra, size, rows, slot):
+                    err = _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
+                    # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
+                    # within ``err`` of the exact correlation.
+                    max_shifted_sum(worst, out, left - kernels.start[index], own_tilted[index], err, chosen, index)
+                return worst, chosen
+
+            worst, chosen = _largest(map_row_ranges(len(options), correlate, size))
             # The slack covers the tilt and untilt factors and the two sums of each value (a few ulps).  Far
             # from this frame's saddle point its round-off bound, untilted, may overflow: +inf, no bound there
             # (e^{-θx} ≥ e^{-600} > 0, so never NaN).
@@ -243,16 +247,26 @@ def adaptive_lower_profile(
             w = ext * np.where(ext >= 0.0, tilt * (1.0 - 4.0 * _U), tilt * (1.0 + 4.0 * _U)) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
             untilt = np.exp(-theta * x)
-            for index, out in backend.inverse_products(spectrum, kernels.spectra, size):
-                shift = kernels.start[index]
-                low = out[left - shift : left - shift + x.size] - _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
-                with np.errstate(over="ignore"):  # -inf far from the frame's saddle point: no bound there
-                    low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
-                candidate = own[index] + low
-                candidate -= 4.0 * _U * np.abs(candidate)
-                if chosen.size:
-                    chosen[candidate > best] = index
-                np.maximum(best, candidate, out=best)
+
+            def correlate(rows: range, slot: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+                largest = np.full(x.size, -np.inf)
+                chosen_here = np.full(chosen.size, -1, dtype=np.int64)
+                for index, out in backend.inverse_products(spectrum, kernels.spectra, size, rows, slot):
+                    shift = kernels.start[index]
+                    low = out[left - shift : left - shift + x.size] - _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
+                    with np.errstate(over="ignore"):  # -inf far from the frame's saddle point: no bound there
+                        low = low * np.where(low >= 0.0, untilt * (1.0 - 16.0 * _U), untilt * (1.0 + 16.0 * _U))
+                    candidate = own[index] + low
+                    candidate -= 4.0 * _U * np.abs(candidate)
+                    if chosen_here.size:
+                        chosen_here[candidate > largest] = index
+                    np.maximum(largest, candidate, out=largest)
+                return largest, chosen_here
+
+            frame_best, frame_chosen = _largest(map_row_ranges(len(options), correlate, size))
+            if chosen.size:
+                chosen[frame_best > best] = frame_chosen[frame_best > best]
+            np.maximum(best, frame_best, out=best)
         with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
             floor = smallest**j * (1.0 - 4.0 * _U * (j + 1)) - np.exp(x) * (1.0 + 4.0 * _U)
         if usage is not None:
@@ -351,7 +365,7 @@ def _kernels(
         buffer[at : at + k.size] = k
         spectra[row] = backend.rfft(buffer)
         norm1.append(float(k.sum()))
-        error.append(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.dot(k, k))) * 1.01)
+        error.append(forward_error(k, size))
     return _Kernels(spectra, norm1, error, [first if aligned else o.start for o in options])
 
 
@@ -362,11 +376,24 @@ def _own_profiles(options: Sequence[LatticeDirection], lo: int, hi: int, spacing
     return [profile_at(replace(o, infinity=0.0), indices, spacing) * (1.0 + direction * 16.0 * _U * (o.masses.size + 8)) for o in options]
 
 
+def _largest(parts: Sequence[tuple[NDArray[np.float64], NDArray[np.int64]]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The pointwise largest of the parts' values, with the choice of the first part attaining it (the
+    parts of :func:`pldshuffle.fft.map_row_ranges`, in order: as if their rows had been scanned in one pass).
+    ``choices`` may be empty (untracked)."""
+    values, choices = parts[0]
+    for other, other_choices in parts[1:]:
+        raised = other > values
+        values[raised] = other[raised]
+        if choices.size:
+            choices[raised] = other_choices[raised]
+    return values, choices
+
+
 def _norms(w: NDArray[np.float64]) -> tuple[float, float]:
     """``(‖w‖₁, ‖w‖₂)`` of a correlated buffer, once per frame and round (every option's error uses them).
     A frame tilted far from its buffer's losses (ε in the millions) may overflow: ``inf``, no bound there."""
     with np.errstate(over="ignore"):
-        return float(np.abs(w).sum()), math.sqrt(float(np.dot(w, w)))
+        return float(np.abs(w).sum()), norm2(w)
 
 
 def _correlation_error(norms: tuple[float, float], k1: float, k_err: float, size: int) -> float:

@@ -594,7 +594,7 @@ def _mean_loss(direction: LatticeDirection, spacing: float) -> float:
     total = direction.finite_mass
     if total <= 0.0:
         return 0.0
-    return float(np.dot(direction.masses, direction.start + np.arange(direction.masses.size))) * spacing / total
+    return float(np.einsum("i,i->", direction.masses, direction.start + np.arange(direction.masses.size, dtype=np.float64))) * spacing / total
 
 
 def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:

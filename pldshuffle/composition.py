@@ -34,11 +34,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile
-from .fft import FFTBackend
+from .fft import ETA as _ETA, FFTBackend, forward_error, norm2
 
 __all__ = ["CHERNOFF_LAMBDAS", "Factor", "Realization", "composed_log_mgf", "composed_support", "log_mgf", "log_mgf_rounding", "realize", "window"]
 
-_ETA = 8.0 * _U
 #: λ values for Chernoff bounds on the loss sum: loss scales O(1e-7..1e3) (a saddle point λ ≈ log(1/δ)/ε; 64
 #: rounds of 2RR at n = 1e6, ε0 = 1e-3 have ε(1e-15) ≈ 5e-5, λ ≈ 7e5).
 CHERNOFF_LAMBDAS = np.geomspace(1e-3, 1e7, 110)
@@ -196,11 +195,6 @@ class Realization:
         return l2_tilted * value * (1.0 + 4.0 * _U)
 
 
-def _forward_error(masses: NDArray[np.float64], size: int) -> float:
-    """Pointwise bound on the forward FFT's error for one input (2-norm bound of Higham Thm 24.2)."""
-    return float(math.log2(size) * _ETA * math.sqrt(size) * math.sqrt(float(np.einsum("i,i->", masses, masses))) * 1.01)
-
-
 def _power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.complex128]:
     """``spectrum ** count`` by repeated squaring (relative error ≤ 2·log2(count)+2 ulps per entry)."""
     result = None
@@ -237,7 +231,7 @@ def realize(
         tilted = np.exp(np.log(f.masses[nz]) + theta * z - log_m)
         buffer = np.bincount((f.start + nz) % size, weights=tilted, minlength=size)  # absolute index mod m
         spec = backend.rfft(buffer)
-        err = _forward_error(tilted, size)
+        err = forward_error(tilted, size)
         r = np.minimum(np.abs(spec) + err, 1.0 + 4.0 * _U * size)  # |â| ≤ ‖a‖₁ = 1 (up to rounding)
         power_r = r ** f.count
         # |x^n - y^n| ≤ n r^{n-1} |x - y| for |x|, |y| ≤ r; products telescope the same way.
@@ -252,8 +246,8 @@ def realize(
     spread = spread + (2.0 * math.log2(total + 1) + 2.0 * len(factors) + 2.0) * _U * bound
     raw = np.roll(backend.irfft(spectrum, size), -(lo_index % size))  # position p ↦ index lo_index + p
     # Inverse FFT: ‖δb‖₂ ≤ ‖δĉ‖₂/√m + log2(m)·η·‖b‖₂; the full spectrum has twice the half's energy.
-    spectral = math.sqrt(2.0 * float(np.einsum("i,i->", spread, spread))) / math.sqrt(size)
-    b_norm = math.sqrt(float(np.einsum("i,i->", raw, raw)))
+    spectral = math.sqrt(2.0) * norm2(spread) / math.sqrt(size)
+    b_norm = norm2(raw)
     fp_error = 1.01 * (spectral + math.log2(size) * _ETA * (b_norm + spectral))
     z = (lo_index + np.arange(size)) * spacing
     # Untilt in log space; exponents are capped (only far below ε ≥ 0 can they be large, where a smaller

@@ -15,10 +15,13 @@ after ~1e8 transformed points).  No FFT library is imported with this module.
 
 from __future__ import annotations
 
+import math
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
 
 from functools import cache
 from types import ModuleType
@@ -26,21 +29,42 @@ from types import ModuleType
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["AUTO_SMALL", "AUTO_WORK", "BACKENDS", "FFTBackend", "available_backends", "check_backend", "fast_size", "get_backend"]
+from ._kernels import UNIT_ROUNDOFF
+
+__all__ = [
+    "AUTO_SMALL", "AUTO_WORK", "BACKENDS", "ETA", "FFTBackend", "PARALLEL_POINTS", "WORKERS", "available_backends", "check_backend", "fast_size",
+    "forward_error", "get_backend", "map_row_ranges", "norm2",
+]
 
 BACKENDS = ("auto", "pyfftw", "scipy", "numpy")
 #: ``"auto"`` uses numpy.fft below this many points (see the module notes).
 AUTO_SMALL = 2**15
 #: ... unless a caller's ``transforms × size`` reaches this many points (see the module notes).
 AUTO_WORK = 2**27
-#: FFT threads; one thread measured fastest below ~4M points on 2 cores (override: PLDSHUFFLE_FFT_THREADS).
+#: Round-off constant of a Cooley-Tukey FFT with accurately precomputed twiddle factors (Higham,
+#: *Accuracy and Stability*, Thm 24.2: ``η = μ + γ_4(√2 + μ)`` with ``μ`` the twiddles' error), taken as
+#: ``8u``.
+ETA = 8.0 * UNIT_ROUNDOFF
+#: Threads inside one transform (override: PLDSHUFFLE_FFT_THREADS): a second one left the compositions'
+#: times unchanged on this 2-CPU machine (the year, kRR strong 64 rounds), where the rest of the work is
+#: sequential; the adaptive recursions' many rows use both CPUs through :data:`WORKERS` instead.
 _THREADS = max(1, int(os.environ.get("PLDSHUFFLE_FFT_THREADS", "1")))
-#: FFTW plans kept (single transforms by size, batched ones by rows and size).
-_PLAN_CACHE_SIZE = 4
+#: Threads that run :func:`map_row_ranges` side by side: each transforms its own rows with its own plans,
+#: and FFTW, scipy.fft, numpy.fft and the numba kernels the callers apply to the rows release the GIL
+#: (the adaptive recursion: 25 -> 16 ms a round on this 2-CPU machine, 40 rows of 30000 points in 3
+#: frames).  The CPUs this process may use, at most 8 (override: PLDSHUFFLE_WORKERS).
+WORKERS = max(1, int(os.environ.get("PLDSHUFFLE_WORKERS", min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))))
+#: Work of fewer points than this (rows × row length) runs on the calling thread: handing parts to the
+#: threads costs ~0.3 ms, about what a second thread saves on 40 rows of ~6000 points (measured).
+PARALLEL_POINTS = 2**18
+_pool: ThreadPoolExecutor | None = None
+#: FFTW plans kept (single transforms by size, batched ones by rows, size and worker).
+_PLAN_CACHE_SIZE = 4 + 2 * WORKERS
 _plans: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+_plans_lock = threading.Lock()
+_T = TypeVar("_T")
 #: Rows transformed together by :meth:`FFTBackend.inverse_products` (8 rows of 34560 points: 80 against
-#: 90 µs per row one at a time with FFTW, of 4096 points with numpy.fft 8 against 18 µs; a second thread
-#: gained nothing on this 2-CPU machine).
+#: 90 µs per row one at a time with FFTW, of 4096 points with numpy.fft 8 against 18 µs).
 _BATCH_ROWS = 8
 
 
@@ -61,14 +85,16 @@ def _scipy_fft() -> ModuleType:
 
 
 def _cached_plan(key: tuple[int, ...], build: Callable[[], object]) -> Any:
-    """The FFTW plan(s) ``build()`` makes for ``key``, kept in an LRU cache of ``_PLAN_CACHE_SIZE`` entries."""
-    if key in _plans:
-        _plans.move_to_end(key)
-        return _plans[key]
-    _plans[key] = plan = build()
-    while len(_plans) > _PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
-    return plan
+    """The FFTW plan(s) ``build()`` makes for ``key``, kept in an LRU cache of ``_PLAN_CACHE_SIZE`` entries
+    (shared by the worker threads, each of which runs only plans of its own keys)."""
+    with _plans_lock:
+        if key in _plans:
+            _plans.move_to_end(key)
+            return _plans[key]
+        _plans[key] = plan = build()
+        while len(_plans) > _PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+        return plan
 
 
 def _fftw_plans(size: int) -> tuple[Any, Any]:
@@ -80,10 +106,11 @@ def _fftw_plans(size: int) -> tuple[Any, Any]:
     ))
 
 
-def _fftw_batch_plan(rows: int, size: int) -> Any:
-    """An inverse FFTW plan for ``rows`` half-spectra of real signals of ``size`` points (cached)."""
+def _fftw_batch_plan(rows: int, size: int, slot: int) -> Any:
+    """An inverse FFTW plan for ``rows`` half-spectra of real signals of ``size`` points, for the worker
+    ``slot`` (cached)."""
     pyfftw = _pyfftw()
-    return _cached_plan((rows, size), lambda: pyfftw.builders.irfft(
+    return _cached_plan((rows, size, slot), lambda: pyfftw.builders.irfft(
         pyfftw.empty_aligned((rows, size // 2 + 1), dtype="complex128"), n=size, axis=-1, threads=_THREADS, planner_effort="FFTW_ESTIMATE"))
 
 
@@ -113,15 +140,19 @@ class FFTBackend:
             return np.fft.irfft(spectrum, n=size)
         return _scipy_fft().irfft(spectrum, n=size, workers=_THREADS)
 
-    def inverse_products(self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int) -> Iterator[tuple[int, NDArray[np.float64]]]:
-        """``(i, irfft(spectrum · kernels[i], size))`` for every row ``i`` of ``kernels`` (half-spectra), in
-        order.  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan), each by the same
-        kind of algorithm as one at a time, so the same round-off bounds hold.  A yielded array may be
-        overwritten once the next is requested.  O(rows · size log size)."""
-        for first in range(0, kernels.shape[0], _BATCH_ROWS):
-            block = kernels[first : first + _BATCH_ROWS]
+    def inverse_products(
+        self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int, rows: range | None = None, slot: int = 0
+    ) -> Iterator[tuple[int, NDArray[np.float64]]]:
+        """``(i, irfft(spectrum · kernels[i], size))`` for every row ``i`` of ``kernels`` (half-spectra) in
+        ``rows`` (default: all), in order; ``slot`` names the worker of :func:`map_row_ranges` that calls
+        (its own plans).  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan), each by
+        the same kind of algorithm as one at a time, so the same round-off bounds hold.  A yielded array
+        may be overwritten once the next is requested.  O(rows · size log size)."""
+        rows = range(kernels.shape[0]) if rows is None else rows
+        for first in range(rows.start, rows.stop, _BATCH_ROWS):
+            block = kernels[first : min(first + _BATCH_ROWS, rows.stop)]
             if self.name == "pyfftw":
-                plan = _fftw_batch_plan(block.shape[0], size)
+                plan = _fftw_batch_plan(block.shape[0], size, slot)
                 np.multiply(block, spectrum, out=plan.input_array)
                 out = plan()
             elif self.name == "numpy":
@@ -133,6 +164,36 @@ class FFTBackend:
 
     def __repr__(self) -> str:
         return f"FFTBackend({self.name!r})"
+
+
+def map_row_ranges(rows: int, work: Callable[[range, int], _T], size: int) -> list[_T]:
+    """``[work(part, slot) for each part]`` over at most :data:`WORKERS` contiguous parts of ``range(rows)``,
+    in order, of equal sizes (±1), run side by side on threads when there are several (``slot`` numbers the
+    part: see :meth:`FFTBackend.inverse_products`), rows of ``size`` points each; work of fewer than
+    :data:`PARALLEL_POINTS` points does not repay the hand-over and runs in one part."""
+    global _pool
+    parts = min(WORKERS, rows) if rows * size >= PARALLEL_POINTS else 1
+    if parts <= 1:
+        return [work(range(rows), 0)]
+    ranges = [range(rows * k // parts, rows * (k + 1) // parts) for k in range(parts)]
+    with _plans_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="pldshuffle")
+    futures = [_pool.submit(work, part, slot) for slot, part in enumerate(ranges)]
+    return [future.result() for future in futures]
+
+
+def norm2(values: NDArray[np.float64]) -> float:
+    """Euclidean norm of a 1-D array, without BLAS (``np.dot`` would wake OpenBLAS's threads, which then
+    spin between calls and slow the FFT threads down: see ``_THREADS``).  O(m)."""
+    return math.sqrt(float(np.einsum("i,i->", values, values)))
+
+
+def forward_error(values: NDArray[np.float64], size: int) -> float:
+    """Bound on every entry's error of the computed forward FFT of ``values`` (padded to ``size``): the
+    2-norm bound ``log2(m)·η·√m·‖x‖₂`` of Higham (*Accuracy and Stability*, Thm 24.2), 1 % above for the
+    rounding of the bound itself.  O(m)."""
+    return math.log2(size) * ETA * math.sqrt(size) * norm2(values) * 1.01
 
 
 def fast_size(size: int) -> int:

@@ -63,7 +63,7 @@ class LowerMeasure:
     def rounding_mean(self) -> float:
         """Mean offset (steps) over the measure."""
         total = float(self.masses.sum())
-        return float(self.offsets @ self.offset_masses) / total if total > 0 else 0.0
+        return float(np.einsum("i,i->", self.offsets, self.offset_masses)) / total if total > 0 else 0.0
 
     @cached_property
     def rounding_sd(self) -> float:
@@ -71,7 +71,7 @@ class LowerMeasure:
         total = float(self.masses.sum())
         if total <= 0:
             return 0.0
-        second = float((self.offsets * self.offsets) @ self.offset_masses) / total
+        second = float(np.einsum("i,i,i->", self.offsets, self.offsets, self.offset_masses)) / total
         return math.sqrt(max(second - self.rounding_mean**2, 0.0))
 
     @cached_property
@@ -98,8 +98,8 @@ def moments(z: NDArray[np.float64], masses: NDArray[np.float64]) -> tuple[float,
     total = float(masses.sum())
     if total <= 0:
         return 0.0, 0.0
-    mean = float(z @ masses) / total
-    return mean, float(((z - mean) ** 2) @ masses) / total
+    mean = float(np.einsum("i,i->", z, masses)) / total
+    return mean, float(np.einsum("i,i->", (z - mean) ** 2, masses)) / total
 
 
 @dataclass(frozen=True, eq=False)

@@ -488,3 +488,32 @@ def test_an_overflowed_frame_has_no_bound_rather_than_nan():
     assert _summed_correlation_error([((math.inf, math.inf), 1.0, 1e-16), ((1.0, 1.0), 1.0, 1e-16)], 4096) == math.inf
     finite = [((2.0, 1.5), 1.0, 1e-16), ((1.0, 0.5), 0.5, 1e-16)]
     assert _summed_correlation_error(finite, 4096) >= sum(_correlation_error(*part, 4096) for part in finite)
+
+
+@pytest.mark.parametrize("name", ["numpy", "pyfftw"])
+def test_the_recursions_split_over_threads_are_the_one_pass_values(name, monkeypatch):
+    """Options correlated on several threads (pldshuffle.fft.map_row_ranges) give the values, choices and
+    usage of one pass over them: the parts' maxima are merged with the first option attaining them."""
+    import pldshuffle.adaptive as adaptive
+    import pldshuffle.fft as fft
+
+    if name not in fft.available_backends():
+        pytest.skip("pyfftw is not installed")
+    spacing = 0.02
+    options = [upper_direction(d.discretize(spacing)) for e0 in (1.0, 1.5, 2.0) for m in range(4)
+               for d in ps.ShuffledBinaryRR(4, e0).dataset_pair(m).directions]
+    lowers = [dataclasses.replace(o, loss_error=0.0) for o in options]
+    hi = int(math.ceil(3 * 2.0 / spacing)) + 2
+    runs = {}
+    for workers in (1, 3):
+        monkeypatch.setattr(fft, "WORKERS", workers)
+        monkeypatch.setattr(fft, "PARALLEL_POINTS", 0 if workers > 1 else 2**62)
+        usage, lower_usage = np.zeros(len(options)), np.zeros(len(options))
+        record = np.arange(0, 2 * hi + 1, 7)
+        choices = np.zeros((3, record.size), dtype=np.int16)
+        (upper,) = adaptive.adaptive_profile(options, [3], spacing, -hi, hi, _no_tail, [0.0, 3.0], name, usage=usage)
+        lower = adaptive.adaptive_lower_profile(lowers, 3, spacing, -hi, hi, [0.0, 3.0], name, usage=lower_usage, choices=choices, record=record)
+        runs[workers] = (upper, usage, lower, lower_usage, choices)
+    for one, split in zip(runs[1], runs[3]):
+        np.testing.assert_array_equal(one, split)
+    assert runs[1][1].sum() > 0 and len(set(runs[1][4].ravel())) > 2  # several options chosen: the merge mattered

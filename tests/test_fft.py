@@ -30,3 +30,44 @@ def test_auto_sends_many_small_transforms_to_the_fast_library():
     assert fft.get_backend("auto", small, transforms=fft.AUTO_WORK // small - 1).name == "numpy"
     fast = fft.get_backend("auto", small, transforms=fft.AUTO_WORK // small).name
     assert fast == ("pyfftw" if "pyfftw" in fft.available_backends() else "scipy")
+
+
+@pytest.mark.parametrize("name", fft.available_backends())
+def test_a_range_of_rows_transforms_those_rows_only(name):
+    size, rows = 2000, 2 * fft._BATCH_ROWS + 5
+    rng = np.random.default_rng(7)
+    backend = fft.FFTBackend(name)
+    spectrum = backend.rfft(rng.standard_normal(size))
+    kernels = np.stack([backend.rfft(rng.standard_normal(size)) for _ in range(rows)])
+    part = range(3, rows - 2)
+    seen = [(index, out.copy()) for index, out in backend.inverse_products(spectrum, kernels, size, part, slot=1)]
+    assert [index for index, _ in seen] == list(part)
+    for index, out in seen:
+        exact = np.fft.irfft(spectrum * kernels[index], n=size)
+        assert np.max(np.abs(out - exact)) <= 1e-12 * np.max(np.abs(exact))
+
+
+@pytest.mark.parametrize("workers, rows, size, parts", [(1, 40, 2**14, 1), (3, 40, 2**14, 3), (3, 2, 2**17, 2), (3, 40, 64, 1)])
+def test_rows_are_split_into_ordered_parts_run_side_by_side(workers, rows, size, parts, monkeypatch):
+    """Parts are contiguous, in order, of equal sizes (±1) and one per worker; small work stays on the caller."""
+    import threading
+
+    monkeypatch.setattr(fft, "WORKERS", workers)
+    threads = set()
+
+    def work(part, slot):
+        threads.add(threading.get_ident())
+        return part, slot
+
+    got = fft.map_row_ranges(rows, work, size)
+    assert [slot for _, slot in got] == list(range(parts))
+    assert [i for part, _ in got for i in part] == list(range(rows))
+    assert max(len(p) for p, _ in got) - min(len(p) for p, _ in got) <= 1
+    assert (threading.get_ident() in threads) == (parts == 1)
+
+
+def test_norms_and_the_forward_error_need_no_blas():
+    """The 2-norm (einsum, not BLAS's multithreaded ddot) and Higham's forward bound log2(m)·8u·√m·‖x‖₂."""
+    x = np.arange(1.0, 6.0)
+    assert fft.norm2(x) == pytest.approx(np.sqrt(55.0), rel=1e-15)
+    assert fft.forward_error(x, 8) == pytest.approx(3 * 8 * 2.0**-53 * np.sqrt(8) * np.sqrt(55.0) * 1.01, rel=1e-14)

@@ -81,3 +81,19 @@ def test_pyfftw_missing_falls_back_to_scipy(monkeypatch):
     assert fft.get_backend("auto", size=fft.AUTO_SMALL - 2).name == "numpy"
     with pytest.raises(ValueError, match=r"pyfftw.*pldshuffle\[fftw\]"):
         fft.get_backend("pyfftw")
+
+
+def test_no_module_calls_blas():
+    """No library code calls BLAS (``@``, ``dot``, ``matmul``, ``linalg``...): OpenBLAS's threads spin for a
+    while after each call and took a core from the recursion's worker threads (2-3x slower)."""
+    import ast
+
+    blas = {"dot", "vdot", "inner", "matmul", "tensordot", "linalg", "outer", "kron"}
+    found = []
+    for path in sorted((ROOT / "pldshuffle").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
+                found.append(f"{path.name}:{node.lineno} @")
+            elif isinstance(node, ast.Attribute) and node.attr in blas:
+                found.append(f"{path.name}:{node.lineno} .{node.attr}")
+    assert not found, found

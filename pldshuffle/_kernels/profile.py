@@ -38,7 +38,7 @@ def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[N
     return _profile(np.ascontiguousarray(masses, dtype=np.float64), float(np.exp(-spacing)))
 
 
-@_jit()
+@_jit(nogil=True)  # run by several threads at once (pldshuffle.fft.map_row_ranges)
 def _max_shifted_sum(
     worst: np.ndarray, values: np.ndarray, offset: int, add: np.ndarray, scalar: float, chosen: np.ndarray, index: int
 ) -> None:  # pragma: no cover - jitted
