@@ -217,7 +217,14 @@ class LossDistribution:
             return self._suffix_mass[j]
         if j.size <= 4:
             return np.array([float(np.sum(self.masses[start:])) for start in j.flat]).reshape(j.shape)
-        return np.concatenate([np.cumsum(self.masses[::-1])[::-1], [0.0]])[j]
+        # The sums between the distinct indices, then their suffix sums: one pass over the masses, no
+        # transient array of their size (a reversed cumulative sum took 13 % of a one-round query).
+        starts, inverse = np.unique(j, return_inverse=True)
+        inside = starts[starts < self.masses.size]
+        tails = np.zeros(starts.size)
+        if inside.size:
+            tails[: inside.size] = np.cumsum(np.add.reduceat(self.masses, inside)[::-1])[::-1]
+        return tails[inverse].reshape(j.shape)
 
     def _log_tilted_above(self, j: NDArray[np.intp], keep: bool) -> NDArray[np.float64]:
         """``log B_j = log Σ_{i≥j} ω_i e^{-s_i}`` at the given indices: from the suffix sums (built and kept
