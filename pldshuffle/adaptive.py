@@ -166,10 +166,10 @@ def adaptive_profile(
             w = ext * np.exp(theta * x_ext) * (1.0 + 4.0 * _U) if theta else ext
             spectrum, norms = backend.rfft(w), _norms(w)
 
-            def correlate(rows: range, slot: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+            def correlate(rows: range) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
                 worst = np.zeros(x.size)
                 chosen = np.full(argbest.size, -1, dtype=np.int64)  # empty: the kernel tracks nothing
-                for index, out in backend.inverse_products(spectrum, kernels.spectra, size, rows, slot):
+                for index, out in backend.inverse_products(spectrum, kernels.spectra, size, rows):
                     err = _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
                     # Output index t = j - s_o - first holds Σ_i k_i w(j - s_o - i) (no wrap: t ≥ support - 1),
                     # within ``err`` of the exact correlation.
@@ -248,10 +248,10 @@ def adaptive_lower_profile(
             spectrum, norms = backend.rfft(w), _norms(w)
             untilt = np.exp(-theta * x)
 
-            def correlate(rows: range, slot: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+            def correlate(rows: range) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
                 largest = np.full(x.size, -np.inf)
                 chosen_here = np.full(chosen.size, -1, dtype=np.int64)
-                for index, out in backend.inverse_products(spectrum, kernels.spectra, size, rows, slot):
+                for index, out in backend.inverse_products(spectrum, kernels.spectra, size, rows):
                     shift = kernels.start[index]
                     low = out[left - shift : left - shift + x.size] - _correlation_error(norms, kernels.norm1[index], kernels.error[index], size)
                     with np.errstate(over="ignore"):  # -inf far from the frame's saddle point: no bound there

@@ -58,7 +58,7 @@ WORKERS = max(1, int(os.environ.get("PLDSHUFFLE_WORKERS", min(8, len(os.sched_ge
 #: threads costs ~0.3 ms, about what a second thread saves on 40 rows of ~6000 points (measured).
 PARALLEL_POINTS = 2**18
 _pool: ThreadPoolExecutor | None = None
-#: FFTW plans kept (single transforms by size, batched ones by rows, size and worker).
+#: FFTW plans kept (single transforms by size, batched ones by rows and size; each for its thread).
 _PLAN_CACHE_SIZE = 4 + 2 * WORKERS
 _plans: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 _plans_lock = threading.Lock()
@@ -84,9 +84,12 @@ def _scipy_fft() -> ModuleType:
     return scipy.fft
 
 
-def _cached_plan(key: tuple[int, ...], build: Callable[[], object]) -> Any:
-    """The FFTW plan(s) ``build()`` makes for ``key``, kept in an LRU cache of ``_PLAN_CACHE_SIZE`` entries
-    (shared by the worker threads, each of which runs only plans of its own keys)."""
+def _cached_plan(key: tuple[object, ...], build: Callable[[], object]) -> Any:
+    """The FFTW plan(s) ``build()`` makes for ``key`` and the calling thread, kept in an LRU cache of
+    ``_PLAN_CACHE_SIZE`` entries.  A plan owns its input and output buffers, so no two threads may run the
+    same one: each thread has its own (the workers of :func:`map_row_ranges`, and callers that compose on
+    several threads at once)."""
+    key = (*key, threading.get_ident())
     with _plans_lock:
         if key in _plans:
             _plans.move_to_end(key)
@@ -100,17 +103,16 @@ def _cached_plan(key: tuple[int, ...], build: Callable[[], object]) -> Any:
 def _fftw_plans(size: int) -> tuple[Any, Any]:
     """Forward/inverse FFTW plans for real signals of ``size`` points (cached; planning costs ~50 ms)."""
     pyfftw = _pyfftw()
-    return _cached_plan((size,), lambda: (
+    return _cached_plan(("single", size), lambda: (
         pyfftw.builders.rfft(pyfftw.empty_aligned(size, dtype="float64"), threads=_THREADS, planner_effort="FFTW_ESTIMATE"),
         pyfftw.builders.irfft(pyfftw.empty_aligned(size // 2 + 1, dtype="complex128"), n=size, threads=_THREADS, planner_effort="FFTW_ESTIMATE"),
     ))
 
 
-def _fftw_batch_plan(rows: int, size: int, slot: int) -> Any:
-    """An inverse FFTW plan for ``rows`` half-spectra of real signals of ``size`` points, for the worker
-    ``slot`` (cached)."""
+def _fftw_batch_plan(rows: int, size: int) -> Any:
+    """An inverse FFTW plan for ``rows`` half-spectra of real signals of ``size`` points (cached)."""
     pyfftw = _pyfftw()
-    return _cached_plan((rows, size, slot), lambda: pyfftw.builders.irfft(
+    return _cached_plan(("batch", rows, size), lambda: pyfftw.builders.irfft(
         pyfftw.empty_aligned((rows, size // 2 + 1), dtype="complex128"), n=size, axis=-1, threads=_THREADS, planner_effort="FFTW_ESTIMATE"))
 
 
@@ -141,18 +143,17 @@ class FFTBackend:
         return _scipy_fft().irfft(spectrum, n=size, workers=_THREADS)
 
     def inverse_products(
-        self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int, rows: range | None = None, slot: int = 0
+        self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int, rows: range | None = None
     ) -> Iterator[tuple[int, NDArray[np.float64]]]:
         """``(i, irfft(spectrum · kernels[i], size))`` for every row ``i`` of ``kernels`` (half-spectra) in
-        ``rows`` (default: all), in order; ``slot`` names the worker of :func:`map_row_ranges` that calls
-        (its own plans).  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan), each by
+        ``rows`` (default: all), in order.  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan), each by
         the same kind of algorithm as one at a time, so the same round-off bounds hold.  A yielded array
         may be overwritten once the next is requested.  O(rows · size log size)."""
         rows = range(kernels.shape[0]) if rows is None else rows
         for first in range(rows.start, rows.stop, _BATCH_ROWS):
             block = kernels[first : min(first + _BATCH_ROWS, rows.stop)]
             if self.name == "pyfftw":
-                plan = _fftw_batch_plan(block.shape[0], size, slot)
+                plan = _fftw_batch_plan(block.shape[0], size)
                 np.multiply(block, spectrum, out=plan.input_array)
                 out = plan()
             elif self.name == "numpy":
@@ -166,20 +167,20 @@ class FFTBackend:
         return f"FFTBackend({self.name!r})"
 
 
-def map_row_ranges(rows: int, work: Callable[[range, int], _T], size: int) -> list[_T]:
-    """``[work(part, slot) for each part]`` over at most :data:`WORKERS` contiguous parts of ``range(rows)``,
-    in order, of equal sizes (±1), run side by side on threads when there are several (``slot`` numbers the
-    part: see :meth:`FFTBackend.inverse_products`), rows of ``size`` points each; work of fewer than
+def map_row_ranges(rows: int, work: Callable[[range], _T], size: int) -> list[_T]:
+    """``[work(part) for each part]`` over at most :data:`WORKERS` contiguous parts of ``range(rows)``, in
+    order, of equal sizes (±1), run side by side on threads when there are several, rows of ``size`` points
+    each; work of fewer than
     :data:`PARALLEL_POINTS` points does not repay the hand-over and runs in one part."""
     global _pool
     parts = min(WORKERS, rows) if rows * size >= PARALLEL_POINTS else 1
     if parts <= 1:
-        return [work(range(rows), 0)]
+        return [work(range(rows))]
     ranges = [range(rows * k // parts, rows * (k + 1) // parts) for k in range(parts)]
     with _plans_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="pldshuffle")
-    futures = [_pool.submit(work, part, slot) for slot, part in enumerate(ranges)]
+    futures = [_pool.submit(work, part) for part in ranges]
     return [future.result() for future in futures]
 
 
