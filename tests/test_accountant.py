@@ -317,3 +317,22 @@ def test_progress_announces_each_stage_before_its_work(monkeypatch):
     assert any(m.startswith("bounding blocks of rounds adaptively") for m in messages)
     assert any(m.startswith("adaptive recursion, ") and m.endswith("100 %") for m in messages)
     assert any(m.startswith("adaptive lower end, ") and m.endswith("100 %") for m in messages)
+
+
+def test_accountants_on_several_threads_answer_as_each_alone():
+    """Ledgers composed on several threads at once (FFTW plans, row workers, caches) give the brackets each
+    gives alone, to the last bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name = "pyfftw" if "pyfftw" in available_backends() else "scipy"
+    ledgers = [(ps.ShuffledBinaryRR(30, 2.0), 3), (ps.ShuffledKRR(100, 4, local_epsilon=1.0, adversary="strong"), 5)]
+
+    def bounds(ledger):
+        mechanism, rounds = ledger
+        acc = ps.FourierAccountant(fft_backend=name).compose(mechanism, rounds)
+        return acc.get_epsilon_bounds(1e-6), tuple(acc.get_delta_bounds(0.5))
+
+    alone = [bounds(ledger) for ledger in ledgers]
+    with ThreadPoolExecutor(3) as pool:
+        together = list(pool.map(bounds, ledgers * 2))
+    assert together == alone * 2
