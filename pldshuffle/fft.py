@@ -58,6 +58,7 @@ WORKERS = max(1, int(os.environ.get("PLDSHUFFLE_WORKERS", min(8, len(os.sched_ge
 #: threads costs ~0.3 ms, about what a second thread saves on 40 rows of ~6000 points (measured).
 PARALLEL_POINTS = 2**18
 _pool: ThreadPoolExecutor | None = None
+_POOL_NAME = "pldshuffle-rows"
 #: FFTW plans kept (single transforms by size, batched ones by rows and size; each for its thread).
 _PLAN_CACHE_SIZE = 4 + 2 * WORKERS
 _plans: OrderedDict[tuple[int, ...], Any] = OrderedDict()
@@ -173,13 +174,15 @@ def map_row_ranges(rows: int, work: Callable[[range], _T], size: int) -> list[_T
     each; work of fewer than
     :data:`PARALLEL_POINTS` points does not repay the hand-over and runs in one part."""
     global _pool
-    parts = min(WORKERS, rows) if rows * size >= PARALLEL_POINTS else 1
+    # A part that itself maps rows runs them inline: waiting on the pool from inside it could deadlock.
+    inside = threading.current_thread().name.startswith(_POOL_NAME)
+    parts = min(WORKERS, rows) if rows * size >= PARALLEL_POINTS and not inside else 1
     if parts <= 1:
         return [work(range(rows))]
     ranges = [range(rows * k // parts, rows * (k + 1) // parts) for k in range(parts)]
     with _plans_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="pldshuffle")
+            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=_POOL_NAME)
     futures = [_pool.submit(work, part) for part in ranges]
     return [future.result() for future in futures]
 

@@ -66,6 +66,13 @@ def test_rows_are_split_into_ordered_parts_run_side_by_side(workers, rows, size,
     assert (threading.get_ident() in threads) == (parts == 1)
 
 
+def test_rows_mapped_inside_a_part_run_inline(monkeypatch):
+    """A part that maps rows again does not wait on the pool it runs in (which could deadlock)."""
+    monkeypatch.setattr(fft, "WORKERS", 2)
+    nested = fft.map_row_ranges(4, lambda part: fft.map_row_ranges(6, lambda inner: list(inner), 2**20), 2**20)
+    assert nested == [[list(range(6))], [list(range(6))]]
+
+
 def test_norms_and_the_forward_error_need_no_blas():
     """The 2-norm (einsum, not BLAS's multithreaded ddot) and Higham's forward bound log2(m)·8u·√m·‖x‖₂."""
     x = np.arange(1.0, 6.0)
