@@ -134,7 +134,9 @@ def adaptive_profile(
     would grow like ``e^{θx}``.
 
     Cost: ``max(rounds) × tilts × (options + 1)`` real FFTs of length :func:`adaptive_window_size`, plus the
-    options' spectra (kept: ``tilts × options`` half-spectra).
+    options' spectra (kept: ``tilts × options`` half-spectra).  Each frame's options are correlated in
+    parts on :data:`pldshuffle.fft.WORKERS` threads (:func:`pldshuffle.fft.map_row_ranges`), whose maxima
+    merge as one pass would (:func:`_largest`).
     """
     wanted = list(rounds)
     if not wanted or min(wanted) < 1:
