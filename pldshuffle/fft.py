@@ -36,6 +36,16 @@ __all__ = [
     "forward_error", "get_backend", "map_row_ranges", "norm2",
 ]
 
+def _count_from_environment(name: str, default: int) -> int:
+    """The positive integer the environment variable ``name`` sets, else ``default``."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"the environment variable {name} must be a positive integer (a thread count); got {value!r}")
+    return int(value)
+
+
 BACKENDS = ("auto", "pyfftw", "scipy", "numpy")
 #: ``"auto"`` uses numpy.fft below this many points (see the module notes).
 AUTO_SMALL = 2**15
@@ -48,12 +58,12 @@ ETA = 8.0 * UNIT_ROUNDOFF
 #: Threads inside one transform (override: PLDSHUFFLE_FFT_THREADS): a second one left the compositions'
 #: times unchanged on this 2-CPU machine (the year, kRR strong 64 rounds), where the rest of the work is
 #: sequential; the adaptive recursions' many rows use both CPUs through :data:`WORKERS` instead.
-_THREADS = max(1, int(os.environ.get("PLDSHUFFLE_FFT_THREADS", "1")))
+_THREADS = _count_from_environment("PLDSHUFFLE_FFT_THREADS", 1)
 #: Threads that run :func:`map_row_ranges` side by side: each transforms its own rows with its own plans,
 #: and FFTW, scipy.fft, numpy.fft and the numba kernels the callers apply to the rows release the GIL
 #: (the adaptive recursion: 25 -> 16 ms a round on this 2-CPU machine, 40 rows of 30000 points in 3
 #: frames).  The CPUs this process may use, at most 8 (override: PLDSHUFFLE_WORKERS).
-WORKERS = max(1, int(os.environ.get("PLDSHUFFLE_WORKERS", min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))))
+WORKERS = _count_from_environment("PLDSHUFFLE_WORKERS", min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 #: Work of fewer points than this (rows × row length) runs on the calling thread: handing parts to the
 #: threads costs ~0.3 ms, about what a second thread saves on 40 rows of ~6000 points (measured).
 PARALLEL_POINTS = 2**18

@@ -97,3 +97,15 @@ def test_no_module_calls_blas():
             elif isinstance(node, ast.Attribute) and node.attr in blas:
                 found.append(f"{path.name}:{node.lineno} .{node.attr}")
     assert not found, found
+
+
+@pytest.mark.parametrize("value, expected", [("3", 3), ("1", 1), ("0", None), ("two", None), ("-2", None)])
+def test_thread_counts_from_the_environment(value, expected):
+    """PLDSHUFFLE_WORKERS sets the recursions' threads; anything but a positive integer is refused by name."""
+    environ = {**os.environ, "PLDSHUFFLE_WORKERS": value}
+    out = subprocess.run([sys.executable, "-c", "import pldshuffle.fft as f; print(f.WORKERS)"], cwd=ROOT, env=environ,
+                         capture_output=True, text=True, timeout=120)
+    if expected is None:
+        assert out.returncode != 0 and "PLDSHUFFLE_WORKERS must be a positive integer" in out.stderr and repr(value) in out.stderr
+    else:
+        assert out.returncode == 0 and int(out.stdout) == expected
