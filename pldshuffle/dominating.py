@@ -42,7 +42,7 @@ from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts, tail_sco
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
 from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress
-from .pld import MASS_RTOL, PrivacyLossPair
+from .pld import MASS_RTOL, LargestUpperProfile, PrivacyLossPair
 from .results import SlowComputationWarning
 from .spacing import SHORT_LEDGER, relative_target
 
@@ -240,8 +240,7 @@ class _Exact:
 
     def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
         """Max over the orders of a strict upper bound on the pair's profile at the lattice indices."""
-        z = np.asarray(indices, dtype=np.float64) * self.spacing
-        return np.max([d.hockey_stick_upper_sorted(z) for d in self._directions(pair)], axis=0)
+        return LargestUpperProfile(self._directions(pair))(np.asarray(indices, dtype=np.float64) * self.spacing)
 
     def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
         """Lattice measure dominating every pair, from upper bounds on their pointwise maximum ``D``.
@@ -257,11 +256,10 @@ class _Exact:
         spacing = self.spacing
         lo, size = self.range_of(pairs)
 
+        largest = LargestUpperProfile([d for p in pairs for d in self._directions(p)])
+
         def top(offsets: NDArray[np.int64]) -> NDArray[np.float64]:
-            out = np.zeros(offsets.size)
-            for p in pairs:
-                np.maximum(out, self.profile(p, lo + offsets), out=out)
-            return out
+            return largest((lo + offsets).astype(np.float64) * spacing)
 
         points = np.unique(np.linspace(0, size, min(size + 1, _PROBES)).astype(np.int64))
         values = top(points)

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import pldshuffle as ps
+from pldshuffle._kernels import profile_at_points
+from pldshuffle.pld import MASS_RTOL
 
 
 def test_randomized_response_from_pmfs_is_exact():
@@ -65,6 +67,29 @@ def test_sorted_upper_bounds_bracket_exact_profile(seed):
         # Slack: MASS_RTOL and rounding (relative), and losses within loss_error below ε counted above it.
         shifted = np.array([math.fsum(max(x - math.exp(e - 3e-9 * (1 + abs(e))) * y, 0.0) for x, y in zip(a, b)) for e in eps])
         assert np.all(upper <= (shifted + 1.0 - math.fsum(a)) * (1 + 1e-9) + 1e-15)
+
+
+def test_largest_upper_profile_is_the_largest_of_each_bound():
+    """One kernel call over many directions equals, to the last bit, the maximum of each direction's own
+    bound (``hockey_stick_upper_sorted`` on one direction), with infinity, truncated masses and loss errors."""
+    from pldshuffle.pld import LargestUpperProfile
+
+    rng = np.random.default_rng(5)
+    directions = []
+    for k in range(7):
+        size = int(rng.integers(0, 30))
+        losses = np.sort(rng.uniform(-3, 3, size))
+        masses = rng.dirichlet(np.ones(size)) * 0.9 if size else np.zeros(0)
+        directions.append(ps.LossDistribution(losses, masses, infinity_mass=0.01 * k, truncated_mass=0.002 * (k % 3),
+                                              loss_error=[0.0, 1e-9, 3e-4][k % 3]))
+    eps = np.sort(rng.uniform(-4, 4, 200))
+    each = np.max([d.hockey_stick_upper_sorted(eps) for d in directions], axis=0)
+    for d in directions:  # the single-direction bound is the independent sweep plus its documented slack
+        shifted = eps - (d.loss_error * (1 + 4 * 2.0**-53) + 2 * 2.0**-53 * np.abs(eps)) if d.loss_error else eps
+        finite = profile_at_points(d.losses, d.masses, shifted) * (1 + 8 * 2.0**-53 * (d.losses.size + eps.size + 2))
+        np.testing.assert_array_equal(d.hockey_stick_upper_sorted(eps), np.minimum((finite + d.infinity_mass + d.truncated_mass) * (1 + MASS_RTOL), 1.0))
+    np.testing.assert_array_equal(LargestUpperProfile(directions)(eps), each)
+    np.testing.assert_array_equal(LargestUpperProfile([])(eps), np.zeros(eps.size))
 
 
 def test_held_bytes_counts_the_support_and_the_sums_exact_queries_cache():

@@ -38,6 +38,7 @@ __all__ = [
     "hockey_stick_profile",
     "jit",
     "kernel_sources_digest",
+    "largest_upper_profiles",
     "lower_hull",
     "max_shifted_sum",
     "merge_to_lattice",
@@ -163,6 +164,6 @@ def num_threads() -> int:
 
 
 from .binomial import binomial_log_rows, binomial_walk, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
-from .profile import connect_the_dots, hockey_stick_profile, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
+from .profile import connect_the_dots, hockey_stick_profile, largest_upper_profiles, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402
 from .clones import clone_fill_support, clone_loss_range, clone_stream  # noqa: E402

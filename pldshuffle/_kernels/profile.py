@@ -11,7 +11,7 @@ from . import UNIT_ROUNDOFF as _U
 from . import compiled as _compiled
 from . import jit as _jit
 
-__all__ = ["connect_the_dots", "hockey_stick_profile", "lower_hull", "max_shifted_sum", "merge_to_lattice", "profile_at_points", "rounding_mgf"]
+__all__ = ["connect_the_dots", "hockey_stick_profile", "largest_upper_profiles", "lower_hull", "max_shifted_sum", "merge_to_lattice", "profile_at_points", "rounding_mgf"]
 
 
 @_jit()
@@ -111,6 +111,40 @@ def _profile_at_points(losses: np.ndarray, masses: np.ndarray, points: np.ndarra
         x = z
         out[q] = h
     return out
+
+
+@_jit()
+def _largest_upper_profiles(losses, masses, starts, loss_errors, infinity, truncated, points, mass_rtol):  # pragma: no cover - jitted
+    out = np.zeros(points.size)
+    shifted = np.empty(points.size)
+    for d in range(starts.size - 1):
+        first, stop, error = starts[d], starts[d + 1], loss_errors[d]
+        for q in range(points.size):  # ε - loss_error, rounded down (as LossDistribution._below)
+            shifted[q] = points[q] if error == 0.0 else points[q] - (error * (1.0 + 4.0 * _U) + 2.0 * _U * abs(points[q]))
+        finite = _profile_at_points(losses[first:stop], masses[first:stop], shifted)
+        rounding = 1.0 + 8.0 * _U * ((stop - first) + points.size + 2)
+        for q in range(points.size):
+            value = min((finite[q] * rounding + infinity[d] + truncated[d]) * (1.0 + mass_rtol), 1.0)
+            if value > out[q]:
+                out[q] = value
+    return out
+
+
+def largest_upper_profiles(
+    losses: NDArray[np.float64], masses: NDArray[np.float64], starts: NDArray[np.int64], loss_errors: NDArray[np.float64],
+    infinity: NDArray[np.float64], truncated: NDArray[np.float64], points: NDArray[np.float64], mass_rtol: float,
+) -> NDArray[np.float64]:
+    """The largest over several atomic measures (``d``: ``losses[starts[d]:starts[d+1]]`` and their masses,
+    with masses ``infinity[d]`` at +∞ and ``truncated[d]`` unaccounted, losses at most ``loss_errors[d]``
+    below the exact ones) of a strict upper bound on ``H_d`` at ascending ``points``: the sweep of
+    :func:`profile_at_points` at ``ε - loss_error`` (rounded down), raised by its rounding (``8u`` per step)
+    and by ``mass_rtol`` on every mass, capped at 1 (the formula of
+    :meth:`pldshuffle.pld.LossDistribution.hockey_stick_upper_sorted`).  One call for all: O(Σ support +
+    measures × points)."""
+    _compiled()
+    floats = (np.ascontiguousarray(a, dtype=np.float64) for a in (losses, masses))
+    params = (np.ascontiguousarray(a, dtype=np.float64) for a in (loss_errors, infinity, truncated, points))
+    return _largest_upper_profiles(*floats, np.ascontiguousarray(starts, dtype=np.int64), *params, float(mass_rtol))
 
 
 def profile_at_points(
