@@ -264,25 +264,41 @@ class LossDistribution:
 
 class LargestUpperProfile:
     """Strict upper bound on the largest hockey-stick curve of several directions at ascending ``ε``: the
-    bound of :meth:`LossDistribution.hockey_stick_upper_sorted` for each, their maximum taken in one kernel
-    call (an envelope reads hundreds of directions at a few points per step, where one call per direction
-    cost more than the sweeps).  The supports are concatenated once, at construction.  O(Σ support +
-    directions × points) per call."""
+    bound of :meth:`LossDistribution.hockey_stick_upper_sorted` for each, their maximum taken in few kernel
+    calls (an envelope reads hundreds of directions at a few points per step, where one call per direction
+    cost more than the sweeps).  Neighbouring small supports are concatenated once, at construction, into
+    groups of at most ``_GROUP_POINTS`` losses; a larger support is read where it is (copying it would cost
+    as much as its sweep).  O(Σ support + directions × points) per call."""
+
+    _GROUP_POINTS = 2**15
 
     def __init__(self, directions: Sequence[LossDistribution]) -> None:
-        sizes = [d.losses.size for d in directions]
-        self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
-        if len(directions) == 1:  # no copy of a single support
-            self._losses, self._masses = directions[0].losses, directions[0].masses
+        self._groups: list[tuple] = []
+        group: list[LossDistribution] = []
+        for d in [*directions, None]:
+            if group and (d is None or sum(g.losses.size for g in group) + d.losses.size > self._GROUP_POINTS):
+                self._groups.append(self._group(group))
+                group = []
+            if d is not None:
+                group.append(d)
+
+    @staticmethod
+    def _group(directions: list[LossDistribution]) -> tuple:
+        """The kernel's arrays for ``directions``: supports (concatenated if several), starts, parameters."""
+        if len(directions) == 1:
+            losses, masses = directions[0].losses, directions[0].masses
         else:
-            self._losses = np.concatenate([d.losses for d in directions]) if directions else np.zeros(0)
-            self._masses = np.concatenate([d.masses for d in directions]) if directions else np.zeros(0)
-        self._params = tuple(np.array([getattr(d, name) for d in directions], dtype=np.float64)
-                             for name in ("loss_error", "infinity_mass", "truncated_mass"))
+            losses, masses = np.concatenate([d.losses for d in directions]), np.concatenate([d.masses for d in directions])
+        starts = np.cumsum([0] + [d.losses.size for d in directions], dtype=np.int64)
+        params = (np.array([getattr(d, name) for d in directions], dtype=np.float64) for name in ("loss_error", "infinity_mass", "truncated_mass"))
+        return (losses, masses, starts, *params)
 
     def __call__(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         eps = np.asarray(epsilon, dtype=np.float64)
-        out = largest_upper_profiles(self._losses, self._masses, self._starts, *self._params, eps.ravel(), MASS_RTOL)
+        points = np.ascontiguousarray(eps.ravel())
+        out = np.zeros(points.size)
+        for group in self._groups:
+            np.maximum(out, largest_upper_profiles(*group, points, MASS_RTOL), out=out)
         return out.reshape(eps.shape)
 
 

@@ -69,11 +69,13 @@ def test_sorted_upper_bounds_bracket_exact_profile(seed):
         assert np.all(upper <= (shifted + 1.0 - math.fsum(a)) * (1 + 1e-9) + 1e-15)
 
 
-def test_largest_upper_profile_is_the_largest_of_each_bound():
-    """One kernel call over many directions equals, to the last bit, the maximum of each direction's own
-    bound (``hockey_stick_upper_sorted`` on one direction), with infinity, truncated masses and loss errors."""
+@pytest.mark.parametrize("group_points", [2**15, 40, 1])
+def test_largest_upper_profile_is_the_largest_of_each_bound(group_points, monkeypatch):
+    """Few kernel calls over many directions (grouped or one by one) equal, to the last bit, the maximum of
+    each direction's own bound (``hockey_stick_upper_sorted``), with infinity, truncated masses and loss errors."""
     from pldshuffle.pld import LargestUpperProfile
 
+    monkeypatch.setattr(LargestUpperProfile, "_GROUP_POINTS", group_points)
     rng = np.random.default_rng(5)
     directions = []
     for k in range(7):
