@@ -69,9 +69,11 @@ WORKERS = _count_from_environment("PLDSHUFFLE_WORKERS", min(8, len(os.sched_geta
 PARALLEL_POINTS = 2**18
 _pool: ThreadPoolExecutor | None = None
 _POOL_NAME = "pldshuffle-rows"
-#: FFTW plans kept (single transforms by size, batched ones by rows and size; each for its thread).
-_PLAN_CACHE_SIZE = 4 + 2 * WORKERS
-_plans: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+#: Bytes of FFTW plan buffers kept beyond the most recent plan (each plan owns its input and output arrays,
+#: which ``max_memory_bytes`` does not count: a cache of a fixed number of plans held 150 MB more when the
+#: row workers' plans joined it, 1e6 rounds of 2RR under a 1 GiB cap).
+_PLAN_CACHE_BYTES = 2**26
+_plans: OrderedDict[tuple[object, ...], tuple[Any, int]] = OrderedDict()
 _plans_lock = threading.Lock()
 _T = TypeVar("_T")
 #: Rows transformed together by :meth:`FFTBackend.inverse_products` (8 rows of 34560 points: 80 against
@@ -95,18 +97,20 @@ def _scipy_fft() -> ModuleType:
     return scipy.fft
 
 
-def _cached_plan(key: tuple[object, ...], build: Callable[[], object]) -> Any:
-    """The FFTW plan(s) ``build()`` makes for ``key`` and the calling thread, kept in an LRU cache of
-    ``_PLAN_CACHE_SIZE`` entries.  A plan owns its input and output buffers, so no two threads may run the
-    same one: each thread has its own (the workers of :func:`map_row_ranges`, and callers that compose on
-    several threads at once)."""
+def _cached_plan(key: tuple[object, ...], build: Callable[[], Any]) -> Any:
+    """The FFTW plan(s) ``build()`` makes for ``key`` and the calling thread, kept in an LRU cache whose
+    plans other than the most recent hold at most ``_PLAN_CACHE_BYTES`` of buffers.  A plan owns its input
+    and output buffers, so no two threads may run the same one: each thread has its own (the workers of
+    :func:`map_row_ranges`, and callers that compose on several threads at once)."""
     key = (*key, threading.get_ident())
     with _plans_lock:
         if key in _plans:
             _plans.move_to_end(key)
-            return _plans[key]
-        _plans[key] = plan = build()
-        while len(_plans) > _PLAN_CACHE_SIZE:
+            return _plans[key][0]
+        plan = build()
+        held = sum(p.input_array.nbytes + p.output_array.nbytes for p in (plan if isinstance(plan, tuple) else (plan,)))
+        _plans[key] = (plan, held)
+        while len(_plans) > 1 and sum(size for _, size in _plans.values()) - held > _PLAN_CACHE_BYTES:
             _plans.popitem(last=False)
         return plan
 
