@@ -267,7 +267,8 @@ def adaptive_lower_profile(
 
             frame_best, frame_chosen = _largest(map_row_ranges(len(options), correlate, size))
             if chosen.size:
-                chosen[frame_best > best] = frame_chosen[frame_best > best]
+                raised = frame_best > best
+                chosen[raised] = frame_chosen[raised]
             np.maximum(best, frame_best, out=best)
         with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
             floor = smallest**j * (1.0 - 4.0 * _U * (j + 1)) - np.exp(x) * (1.0 + 4.0 * _U)

@@ -36,6 +36,7 @@ __all__ = [
     "forward_error", "get_backend", "map_row_ranges", "norm2",
 ]
 
+
 def _count_from_environment(name: str, default: int) -> int:
     """The positive integer the environment variable ``name`` sets, else ``default``."""
     value = os.environ.get(name, "").strip()
@@ -68,6 +69,7 @@ WORKERS = _count_from_environment("PLDSHUFFLE_WORKERS", min(8, len(os.sched_geta
 #: threads costs ~0.3 ms, about what a second thread saves on 40 rows of ~6000 points (measured).
 PARALLEL_POINTS = 2**18
 _pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 _POOL_NAME = "pldshuffle-rows"
 #: Bytes of FFTW plan buffers kept beyond the most recent plan (each plan owns its input and output arrays,
 #: which ``max_memory_bytes`` does not count: a cache of a fixed number of plans held 150 MB more when the
@@ -161,9 +163,9 @@ class FFTBackend:
         self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int, rows: range | None = None
     ) -> Iterator[tuple[int, NDArray[np.float64]]]:
         """``(i, irfft(spectrum · kernels[i], size))`` for every row ``i`` of ``kernels`` (half-spectra) in
-        ``rows`` (default: all), in order.  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one plan), each by
-        the same kind of algorithm as one at a time, so the same round-off bounds hold.  A yielded array
-        may be overwritten once the next is requested.  O(rows · size log size)."""
+        ``rows`` (default: all), in order.  Rows are transformed ``_BATCH_ROWS`` at a time (fewer calls, one
+        plan), each by the same kind of algorithm as one at a time, so the same round-off bounds hold.  A
+        yielded array may be overwritten once the next is requested.  O(rows · size log size)."""
         rows = range(kernels.shape[0]) if rows is None else rows
         for first in range(rows.start, rows.stop, _BATCH_ROWS):
             block = kernels[first : min(first + _BATCH_ROWS, rows.stop)]
@@ -183,10 +185,10 @@ class FFTBackend:
 
 
 def map_row_ranges(rows: int, work: Callable[[range], _T], size: int) -> list[_T]:
-    """``[work(part) for each part]`` over at most :data:`WORKERS` contiguous parts of ``range(rows)``, in
-    order, of equal sizes (±1), run side by side on threads when there are several, rows of ``size`` points
-    each; work of fewer than
-    :data:`PARALLEL_POINTS` points does not repay the hand-over and runs in one part."""
+    """``[work(part) for each part]`` over at most :data:`WORKERS` contiguous parts of ``range(rows)`` (rows
+    of ``size`` points each), in order, of equal sizes (±1), run side by side on threads when there are
+    several; work of fewer than :data:`PARALLEL_POINTS` points does not repay the hand-over and runs in one
+    part, on the calling thread."""
     global _pool
     # A part that itself maps rows runs them inline: waiting on the pool from inside it could deadlock.
     inside = threading.current_thread().name.startswith(_POOL_NAME)
@@ -194,7 +196,7 @@ def map_row_ranges(rows: int, work: Callable[[range], _T], size: int) -> list[_T
     if parts <= 1:
         return [work(range(rows))]
     ranges = [range(rows * k // parts, rows * (k + 1) // parts) for k in range(parts)]
-    with _plans_lock:
+    with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=_POOL_NAME)
     futures = [_pool.submit(work, part) for part in ranges]

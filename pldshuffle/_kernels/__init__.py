@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +58,7 @@ UNIT_ROUNDOFF = 2.0**-53
 
 _JIT_OPTIONS: dict[tuple[str, str], dict[str, object]] = {}
 _READY = False
+_COMPILING = threading.Lock()
 
 
 def configure_numba_cache() -> None:
@@ -113,6 +115,14 @@ def compiled() -> None:
     global _READY
     if _READY:
         return
+    with _COMPILING:  # the recursions' worker threads may call kernels first
+        if not _READY:
+            _install_dispatchers()
+
+
+def _install_dispatchers() -> None:
+    """:func:`compiled`'s work, done once."""
+    global _READY
     configure_numba_cache()
     import numba
 
