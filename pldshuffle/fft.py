@@ -78,6 +78,17 @@ _PLAN_CACHE_BYTES = 2**26
 _plans: OrderedDict[tuple[object, ...], tuple[Any, int]] = OrderedDict()
 _plans_lock = threading.Lock()
 _T = TypeVar("_T")
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's threads: a pool inherited from the parent would never run
+    what is submitted to it, and a lock held by another thread at the fork would never be released."""
+    global _pool, _pool_lock, _plans_lock
+    _pool, _pool_lock, _plans_lock = None, threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 #: Rows transformed together by :meth:`FFTBackend.inverse_products` (8 rows of 34560 points: 80 against
 #: 90 µs per row one at a time with FFTW, of 4096 points with numpy.fft 8 against 18 µs).
 _BATCH_ROWS = 8

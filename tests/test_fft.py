@@ -1,6 +1,8 @@
 """The FFT backends' batched inverse transforms and the ``"auto"`` choice (the rounding they share is
 bounded by the accountant's error terms, tested end to end in test_accountant and test_adaptive)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,26 @@ def test_threads_transforming_at_once_each_get_their_own_results(name):
 
     with ThreadPoolExecutor(4) as pool:
         assert max(pool.map(transforms, range(8))) <= 1e-9
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_starts_its_own_pool(monkeypatch):
+    """A child forked after the parent used the row workers gets none of its threads or locks: it starts a
+    fresh pool (an inherited one may never run what is submitted) and maps rows with it."""
+    import multiprocessing
+
+    monkeypatch.setattr(fft, "PARALLEL_POINTS", 0)
+    monkeypatch.setattr(fft, "WORKERS", 2)
+    fft.map_row_ranges(4, list, 1024)
+    assert fft._pool is not None
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+
+    def child():
+        queue.put((fft._pool is None, fft.map_row_ranges(4, list, 1024)))
+
+    process = ctx.Process(target=child)
+    process.start()
+    fresh, parts = queue.get(timeout=60)
+    process.join(60)
+    assert fresh and parts == [[0, 1], [2, 3]] and process.exitcode == 0
