@@ -116,3 +116,15 @@ def test_delta_upper_sweep_bounds_the_exact_delta_and_keeps_nothing():
     exact = [max(np.maximum(a - math.exp(e) * b, 0.0).sum() for a, b in ((p, q), (q, p))) if np.isfinite(e) else 0.0 for e in eps]
     assert np.all(swept >= np.array(exact)) and np.all(swept <= np.array(exact) + 1e-8)
     np.testing.assert_allclose(swept, pair.delta_bounds(eps)[1], rtol=1e-6, atol=1e-12)  # both slacks: ~1e-8
+
+
+def test_transient_tail_masses_at_query_points():
+    """``A_j = Σ_{i≥j} ω_i`` at any indices (repeated, unsorted, past the end), without keeping suffix sums,
+    against sums taken one by one."""
+    rng = np.random.default_rng(3)
+    for size in (1, 5, 300):
+        d = ps.LossDistribution(np.sort(rng.standard_normal(size)), rng.dirichlet(np.ones(size)) * 0.9)
+        j = rng.integers(0, size + 1, size=(3, 7))
+        expected = np.array([[math.fsum(d.masses[a:]) for a in row] for row in j])
+        np.testing.assert_allclose(d._mass_above(j, False), expected, rtol=1e-13, atol=0)
+        assert "_suffix_mass" not in d.__dict__
