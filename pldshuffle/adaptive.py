@@ -368,7 +368,7 @@ def _kernels(
         buffer[at : at + k.size] = k
         spectra[row] = backend.rfft(buffer)
         norm1.append(float(k.sum()))
-        error.append(forward_error(k, size))
+        error.append(forward_error(norm2(k), size))
     return _Kernels(spectra, norm1, error, [first if aligned else o.start for o in options])
 
 
@@ -419,7 +419,7 @@ def _summed_correlation_error(parts: Sequence[tuple[tuple[float, float], float, 
     log2, root = math.log2(size), math.sqrt(size)
     prod, output, moduli = 0.0, 0.0, 0.0
     for (w1, w2), k1, k_err in parts:
-        w_err = log2 * _ETA * root * w2 * 1.01
+        w_err = forward_error(w2, size)
         prod += w1 * k_err + (k1 + k_err) * w_err + 3.0 * _U * (k1 + k_err) * (root * w2 + w_err)
         output += k1 * w2
         moduli += (w1 + w_err) * (k1 + k_err)

@@ -37,6 +37,7 @@ from ._kernels import UNIT_ROUNDOFF as _U
 from ._validation import check_delta, check_epsilons
 from .composition import CHERNOFF_LAMBDAS, Realization, composed_log_mgf, log_mgf, realize, window
 from .fft import fast_size, get_backend
+from .grid import moments
 from .lattice import (
     Composite,
     LatticeDirection,
@@ -591,10 +592,7 @@ def relative_target(rounds: int) -> float:
 
 def _mean_loss(direction: LatticeDirection, spacing: float) -> float:
     """Mean finite loss of one round of a lattice measure (0 without finite mass)."""
-    total = direction.finite_mass
-    if total <= 0.0:
-        return 0.0
-    return float(np.einsum("i,i->", direction.masses, direction.start + np.arange(direction.masses.size, dtype=np.float64))) * spacing / total
+    return moments((direction.start + np.arange(direction.masses.size, dtype=np.float64)) * spacing, direction.masses)[0]
 
 
 def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:

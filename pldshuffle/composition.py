@@ -231,7 +231,7 @@ def realize(
         tilted = np.exp(np.log(f.masses[nz]) + theta * z - log_m)
         buffer = np.bincount((f.start + nz) % size, weights=tilted, minlength=size)  # absolute index mod m
         spec = backend.rfft(buffer)
-        err = forward_error(tilted, size)
+        err = forward_error(norm2(tilted), size)
         r = np.minimum(np.abs(spec) + err, 1.0 + 4.0 * _U * size)  # |â| ≤ ‖a‖₁ = 1 (up to rounding)
         power_r = r ** f.count
         # |x^n - y^n| ≤ n r^{n-1} |x - y| for |x|, |y| ≤ r; products telescope the same way.

@@ -220,11 +220,11 @@ def norm2(values: NDArray[np.float64]) -> float:
     return math.sqrt(float(np.einsum("i,i->", values, values)))
 
 
-def forward_error(values: NDArray[np.float64], size: int) -> float:
-    """Bound on every entry's error of the computed forward FFT of ``values`` (padded to ``size``): the
-    2-norm bound ``log2(m)·η·√m·‖x‖₂`` of Higham (*Accuracy and Stability*, Thm 24.2), 1 % above for the
-    rounding of the bound itself.  O(m)."""
-    return math.log2(size) * ETA * math.sqrt(size) * norm2(values) * 1.01
+def forward_error(norm: float, size: int) -> float:
+    """Bound on every entry's error of the computed forward FFT of a signal of 2-norm ``norm`` (padded to
+    ``size`` points, e.g. ``norm2(values)``): the 2-norm bound ``log2(m)·η·√m·‖x‖₂`` of Higham (*Accuracy
+    and Stability*, Thm 24.2), 1 % above for the rounding of the bound itself.  O(1)."""
+    return math.log2(size) * ETA * math.sqrt(size) * norm * 1.01
 
 
 def fast_size(size: int) -> int:

@@ -275,12 +275,15 @@ class LargestUpperProfile:
     def __init__(self, directions: Sequence[LossDistribution]) -> None:
         self._groups: list[tuple] = []
         group: list[LossDistribution] = []
-        for d in [*directions, None]:
-            if group and (d is None or sum(g.losses.size for g in group) + d.losses.size > self._GROUP_POINTS):
+        held = 0  # losses in ``group``
+        for d in directions:
+            if group and held + d.losses.size > self._GROUP_POINTS:
                 self._groups.append(self._group(group))
-                group = []
-            if d is not None:
-                group.append(d)
+                group, held = [], 0
+            group.append(d)
+            held += d.losses.size
+        if group:
+            self._groups.append(self._group(group))
 
     @staticmethod
     def _group(directions: list[LossDistribution]) -> tuple:
