@@ -50,10 +50,10 @@ def test_chernoff_cuts_hold_and_recurrence_matches_full_convolution(ones, zeros,
         windows.append(binomial_walk(trials, p, lambda k, t=trials: stats.binom.pmf(k, t, p), 1e-36)[:2])
     (x_lo, x), (y_lo, y) = windows
     # Short segments exercise many restarts on both sides of the split.
-    for segment in (4096, 37):
+    for segment in (binary_rr._SEGMENT, 37):
         got, smallest, growth = two_binomial_pmf(x, x_lo, y, y_lo, ones, zeros, p, first, last, segment)
         ref = full[first : last + 1]
-        assert smallest > 0 and growth < 1e-11
+        assert smallest > 0 and growth <= segment * 24 * 2.0**-53 * 1.02  # 24u a step at most
         # The reference convolution is itself accurate to ~1e-13 (Boost's pmfs), hence the small additive term.
         assert np.max(np.abs(got / ref - 1.0)) <= growth + 2e-13 + (min(x.size, y.size) + 1) * 2.0**-53 * 4
 
@@ -234,3 +234,30 @@ def test_cell_upper_pair_dominates_the_type_mixture_every_dataset_is_a_post_proc
     upper = _cell_upper(n, eps0, first, last, tail)
     bound = np.array([upper.forward.hockey_stick_bounds(eps)[1], upper.backward.hockey_stick_bounds(eps)[1]])
     assert np.all(mixture <= bound * (1 + 1e-12)), mixture / bound
+
+
+@pytest.mark.parametrize("pattern", ["none", "bottom", "top", "both", "inner"])
+def test_pair_kernel_matches_the_outcome_formulas(pattern):
+    """``rr_pair_from_noise`` against the outcome-by-outcome formulas: masses ``q·N(j) + p·N(j-1)`` and
+    ``p·N(j) + q·N(j-1)``, loss ``log((q + p·r)/(p + q·r))`` for ``r = N(j-1)/N(j)``, ``-ε0`` where ``N(j) = 0``,
+    else ``ε0`` where ``N(j-1) = 0``; forward ascending, backward its negative."""
+    from pldshuffle._kernels import rr_pair_from_noise
+
+    rng = np.random.default_rng(7)
+    noise = rng.uniform(0.1, 1.0, 40) * np.exp(-np.linspace(-3.0, 3.0, 40) ** 2)
+    zeros = {"none": [], "bottom": [0], "top": [39], "both": [0, 39], "inner": [0, 1, 20, 21, 39]}[pattern]
+    noise[zeros] = 0.0
+    p = 1.0 / (math.exp(1.3) + 1.0)
+    q = 1.0 - p
+    eps0 = math.log1p(-p) - math.log(p)
+    forward_losses, forward_masses, backward_losses, backward_masses = rr_pair_from_noise(noise, p, q, eps0)
+    losses, fwd, bwd = [], [], []
+    for j in range(1, noise.size):
+        prev, cur = float(noise[j - 1]), float(noise[j])
+        losses.append(-eps0 if cur == 0.0 else eps0 if prev == 0.0 else math.log((q + p * prev / cur) / (p + q * prev / cur)))
+        fwd.append(q * cur + p * prev)
+        bwd.append(p * cur + q * prev)
+    np.testing.assert_allclose(forward_losses, losses[::-1], rtol=4e-16, atol=4e-16)
+    np.testing.assert_array_equal(forward_masses, fwd[::-1])
+    np.testing.assert_array_equal(backward_masses, bwd)
+    np.testing.assert_array_equal(backward_losses, -forward_losses[::-1])

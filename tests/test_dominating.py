@@ -131,3 +131,34 @@ def test_branch_and_bound_lets_go_of_pruned_lower_pairs(monkeypatch):
     # A released lower pair is rebuilt on demand, as the dataset's pair.
     released = next(c for c in cells if c.has_own_lower and "lower" not in c.__dict__)
     assert released.lower.directions[0].losses.size > 0
+
+
+def test_cover_realising_fewer_datasets_still_covers_every_dataset(monkeypatch):
+    """``realise_within`` only decides which split cells build their own dataset's pair: with it far above
+    the tolerance the cover builds fewer of them, and its kept pairs still bound every dataset's δ(ε)
+    (each enumerated exactly), while its realised members stay exact datasets' pairs (so lower bounds)."""
+    import pldshuffle as ps
+    from pldshuffle.mechanisms.base import Cell
+
+    mechanism = ps.ShuffledBinaryRR(801, 1.0)
+    lowers_built = []
+    lower = Cell.__dict__["lower"].func
+
+    def counting(cell):
+        lowers_built.append(cell)
+        return lower(cell)
+
+    counted = type(Cell.__dict__["lower"])(counting)
+    counted.__set_name__(Cell, "lower")
+    monkeypatch.setattr(Cell, "lower", counted)
+    eps = np.linspace(0.0, 1.0, 41)
+    exact = np.max([mechanism.dataset_pair(m).delta_bounds(eps)[0] for m in range(801)], axis=0)
+    built = {}
+    for within in (1e-4, 1.0):
+        lowers_built.clear()
+        cells, _, members = _cover(mechanism.pair_family(), _Exact(1e-3), tolerance=1e-4, realise_within=within)
+        built[within] = len(lowers_built)
+        upper = np.max([p.delta_upper(eps) for c in cells for p in (c.members or (c.upper,))], axis=0)
+        assert np.all(upper >= exact)
+        assert all(np.all(p.delta_bounds(eps)[0] <= exact) for p in members)
+    assert built[1.0] < built[1e-4]

@@ -46,6 +46,7 @@ __all__ = [
     "num_threads",
     "profile_at_points",
     "rounding_mgf",
+    "rr_pair_from_noise",
     "stream_tilted_points",
     "two_binomial_cuts",
     "two_binomial_pmf",
@@ -173,7 +174,7 @@ def num_threads() -> int:
     return int(numba.get_num_threads())
 
 
-from .binomial import binomial_log_rows, binomial_walk, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
+from .binomial import binomial_log_rows, binomial_walk, rr_pair_from_noise, two_binomial_cuts, two_binomial_pmf, window_dot_error  # noqa: E402  (the submodules register with jit)
 from .profile import connect_the_dots, hockey_stick_profile, largest_upper_profiles, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402
 from .clones import clone_fill_support, clone_loss_range, clone_stream  # noqa: E402
