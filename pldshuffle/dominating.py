@@ -399,12 +399,12 @@ def family_term(
     # With the orders kept apart (_adaptive_terms) the cells' excess over their datasets is the main slack
     # left, composed every round: quarter it where the ledger is held to the 1e-3 target (≤ SHORT_LEDGER
     # rounds; n = 1e4, ε0 = 2, 64 rounds, δ = 1e-2: with halving 1.9 ‰ (6 → 7.5 s), with quartering, 32 runs
-    # and the finer lattice of choose_spacing 0.96 ‰ in 15 s) and halve it where the excess composes over
-    # long blocks (n = 1e4, ε0 = 2, 1024 rounds: 2.84 → 2.21 ‰ at δ = 1e-2).  Not between: at n = 1e6 the
-    # finer cover costs 3-5 s (365 rounds would pass 10 s).
+    # and the finer lattice of choose_spacing 0.96 ‰ in 15 s) and halve it for longer ledgers (δ = 1e-2:
+    # n = 1e4, ε0 = 2, 1024 rounds: 2.84 → 2.21 ‰; the year of n = 1e6, ε0 = 2: 2.40 → 1.42 ‰, 5.8 → 6.7 s,
+    # 515 → 649 MB; n = 1e4, ε0 = 4, 365 rounds: 26 → 11.5 s, as the blocks then meet the target without
+    # lengthening; n = 1e4, ε0 = 0.5: 11.6 → 16.6 s).
     short = adaptive and count <= SHORT_LEDGER
-    fine_cover = short or (adaptive and _block_rounds(count) == _LONG_BLOCK_ROUNDS)
-    cover_tolerance = tolerance / 4 if short else tolerance / 2 if fine_cover else tolerance
+    cover_tolerance = tolerance / 4 if short else tolerance / 2 if adaptive else tolerance
     # A single round's cover leaves the rest of its share to the refinement at the queried points
     # (QueryRefinement, up to _SINGLE_ROUND_SHARE of the cap), which tightens far more per pair than
     # splits over the whole lattice.
