@@ -69,13 +69,14 @@ def test_sorted_upper_bounds_bracket_exact_profile(seed):
         assert np.all(upper <= (shifted + 1.0 - math.fsum(a)) * (1 + 1e-9) + 1e-15)
 
 
-@pytest.mark.parametrize("group_points", [2**15, 40, 1])
-def test_largest_upper_profile_is_the_largest_of_each_bound(group_points, monkeypatch):
+@pytest.mark.parametrize("group_points,grouped_support", [(2**15, 2**10), (40, 2**10), (1, 2**10), (2**15, 10)])
+def test_largest_upper_profile_is_the_largest_of_each_bound(group_points, grouped_support, monkeypatch):
     """Few kernel calls over many directions (grouped or one by one) equal, to the last bit, the maximum of
     each direction's own bound (``hockey_stick_upper_sorted``), with infinity, truncated masses and loss errors."""
     from pldshuffle.pld import LargestUpperProfile
 
     monkeypatch.setattr(LargestUpperProfile, "_GROUP_POINTS", group_points)
+    monkeypatch.setattr(LargestUpperProfile, "_GROUPED_SUPPORT", grouped_support)
     rng = np.random.default_rng(5)
     directions = []
     for k in range(7):
@@ -90,8 +91,13 @@ def test_largest_upper_profile_is_the_largest_of_each_bound(group_points, monkey
         shifted = eps - (d.loss_error * (1 + 4 * 2.0**-53) + 2 * 2.0**-53 * np.abs(eps)) if d.loss_error else eps
         finite = profile_at_points(d.losses, d.masses, shifted) * (1 + 8 * 2.0**-53 * (d.losses.size + eps.size + 2))
         np.testing.assert_array_equal(d.hockey_stick_upper_sorted(eps), np.minimum((finite + d.infinity_mass + d.truncated_mass) * (1 + MASS_RTOL), 1.0))
-    np.testing.assert_array_equal(LargestUpperProfile(directions)(eps), each)
+    profile = LargestUpperProfile(directions)
+    np.testing.assert_array_equal(profile(eps), each)
     np.testing.assert_array_equal(LargestUpperProfile([])(eps), np.zeros(eps.size))
+    # Supports above the grouped size are read where they are, never copied (copies doubled a cover's memory).
+    large = [d for d in directions if d.losses.size > grouped_support]
+    assert bool(large) == (grouped_support < 30)  # the last case has supports on both sides of it
+    assert all(any(group[0] is d.losses for group in profile._groups) for d in large)
 
 
 def test_held_bytes_counts_the_support_and_the_sums_exact_queries_cache():
