@@ -641,10 +641,18 @@ def _adaptive_terms(
                 if gap <= _MARGINAL_MISS * target:
                     refined = min(refined, 2 * rounds)
                 # The longer recursion costs about its work's share of this one's time (same window size),
-                # and a block of the whole ledger adds its adaptive lower end's two runs (over the witnesses
-                # in both orders, each within _LOWER_ADAPTIVE_WORK).
+                # and a block of the whole ledger adds its adaptive lower end's runs, at most two, each over
+                # the witnesses' directions on as many points as _adaptive_lower affords (its window grows
+                # about linearly with the rounds).  2RR n = 300, ε0 = 3, 365 rounds: the lower end took 12.6 s
+                # (the redo 20 s in all), estimated at 3 s before, so the 31 s run gave no warning.
                 refined_work = per_choice * refined / rounds
-                strategy_work = 2 * min(_LOWER_ADAPTIVE_WORK, refined_work * 2 * len(witnesses)) if refined == count and lower else 0.0
+                strategy_work = 0.0
+                if refined == count and lower:
+                    frames, count_options = len(tilts) + 1, sum(len(p.directions) for p in witnesses)
+                    spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
+                    reach = 2 * -(-end * refined // rounds)
+                    window = reach / max(1, -(-reach // _lower_points(refined, frames, count_options, 4 * _LOWER_ADAPTIVE_POINTS, spectra)))
+                    strategy_work = 2 * refined * frames * count_options * 2 * window
                 seconds = seconds_per_work * (refined_work * (len(runs) + 1) + strategy_work)
                 message = (f"blocks of {rounds} rounds leave an estimated gap of {gap:.2g} (target {target:.2g}): "
                            f"redoing them in blocks of {refined} rounds (~{seconds:.0f} s)")
@@ -781,6 +789,17 @@ def _block_rounds(count: int) -> int:
     return min(count, _BLOCK_ROUNDS)
 
 
+def _lower_points(rounds: int, frames: int, count: int, most: int, spectra_bytes: float) -> int:
+    """Window points an adaptive lower end's run over ``count`` options can afford (:func:`_adaptive_lower`):
+    from ``_LOWER_ADAPTIVE_POINTS``, doubled up to ``most`` while rounds × frames × options × FFT length
+    (≈ 2 × window, so the work grows with 4 × points) stays within ``_LOWER_ADAPTIVE_WORK`` and the options'
+    half-spectra within ``spectra_bytes``."""
+    points = _LOWER_ADAPTIVE_POINTS
+    while points < most and rounds * frames * count * 4 * points <= _LOWER_ADAPTIVE_WORK and frames * count * 32 * points <= spectra_bytes:
+        points *= 2
+    return points
+
+
 def _adaptive_lower(
     witnesses: tuple[PrivacyLossPair, ...], rounds: int, spacing: float, end: int, tilts: list[float], fft_backend: str,
     upper: LatticeDirection, spectra_bytes: float, report: Callable[[str], None] | None = None,
@@ -820,15 +839,7 @@ def _adaptive_lower(
     """
     directions = [d for p in witnesses for d in p.directions]
     frames = len(tilts) + 1
-
-    def affordable(points: int, count: int, most: int) -> int:
-        # FFT length ≈ 2 × window: the work and the options' half-spectra grow with 2 × points.
-        while (points < most and rounds * frames * count * 4 * points <= _LOWER_ADAPTIVE_WORK
-               and frames * count * 32 * points <= spectra_bytes):
-            points *= 2
-        return points
-
-    coarse = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(directions), 4 * _LOWER_ADAPTIVE_POINTS)))
+    coarse = max(1, -(-2 * end // _lower_points(rounds, frames, len(directions), 4 * _LOWER_ADAPTIVE_POINTS, spectra_bytes)))
     options = [lower_direction(d.discretize(spacing * coarse)) for d in directions]
     usage = np.zeros(len(options))
     # The first run's choices, kept on a lattice ``step`` times coarser still, for the strategy witnesses.
@@ -842,7 +853,7 @@ def _adaptive_lower(
                                                choices, record))]
     strategies = StrategyWitnesses(directions, choices, spacing, coarse * step, budgets, fft_backend)
     kept = [i for i in range(len(options)) if usage[i] > 0.0 and usage[i] >= _LOWER_KEEP_SHARE * usage.sum()]
-    fine = max(1, -(-2 * end // affordable(_LOWER_ADAPTIVE_POINTS, len(kept), _LOWER_MAX_POINTS)))
+    fine = max(1, -(-2 * end // _lower_points(rounds, frames, len(kept), _LOWER_MAX_POINTS, spectra_bytes)))
     if kept and fine < coarse and _lower_gap(runs[0][2], coarse, upper, spacing) > _LOWER_REFINE_GAP:
         chosen = [lower_direction(directions[i].discretize(spacing * fine)) for i in kept]
         runs.append((fine, chosen, _strategy_values(chosen, rounds, spacing * fine, -(-end // fine), tilts, fft_backend,
