@@ -644,7 +644,7 @@ def _adaptive_terms(
                 # and a block of the whole ledger adds its adaptive lower end's runs, at most two, each over
                 # the witnesses' directions on as many points as _adaptive_lower affords (its window grows
                 # about linearly with the rounds).  2RR n = 300, ε0 = 3, 365 rounds: the lower end took 12.6 s
-                # (the redo 20 s in all), estimated at 3 s before, so the 31 s run gave no warning.
+                # (the redo 20 s in all), estimated at ~4 s before, so the 31 s run gave no warning.
                 refined_work = per_choice * refined / rounds
                 strategy_work = 0.0
                 if refined == count and lower:
