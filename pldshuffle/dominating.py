@@ -650,8 +650,8 @@ def _adaptive_terms(
                 if refined == count and lower:
                     frames, count_options = len(tilts) + 1, sum(len(p.directions) for p in witnesses)
                     spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
-                    reach = 2 * -(-end * refined // rounds)
-                    window = reach / max(1, -(-reach // _lower_points(refined, frames, count_options, 4 * _LOWER_ADAPTIVE_POINTS, spectra)))
+                    reach = -(-end * refined // rounds)
+                    window = 2 * reach / _lower_coarsening(reach, refined, frames, count_options, 4 * _LOWER_ADAPTIVE_POINTS, spectra)
                     strategy_work = 2 * refined * frames * count_options * 2 * window
                 seconds = seconds_per_work * (refined_work * (len(runs) + 1) + strategy_work)
                 message = (f"blocks of {rounds} rounds leave an estimated gap of {gap:.2g} (target {target:.2g}): "
@@ -789,15 +789,16 @@ def _block_rounds(count: int) -> int:
     return min(count, _BLOCK_ROUNDS)
 
 
-def _lower_points(rounds: int, frames: int, count: int, most: int, spectra_bytes: float) -> int:
-    """Window points an adaptive lower end's run over ``count`` options can afford (:func:`_adaptive_lower`):
-    from ``_LOWER_ADAPTIVE_POINTS``, doubled up to ``most`` while rounds × frames × options × FFT length
+def _lower_coarsening(end: int, rounds: int, frames: int, count: int, most: int, spectra_bytes: float) -> int:
+    """Integer factor by which an adaptive lower end's run over ``count`` options coarsens the lattice of its
+    window ``-end .. end`` (:func:`_adaptive_lower`), to as many points as it can afford: from
+    ``_LOWER_ADAPTIVE_POINTS``, doubled up to ``most`` while rounds × frames × options × FFT length
     (≈ 2 × window, so the work grows with 4 × points) stays within ``_LOWER_ADAPTIVE_WORK`` and the options'
     half-spectra within ``spectra_bytes``."""
     points = _LOWER_ADAPTIVE_POINTS
     while points < most and rounds * frames * count * 4 * points <= _LOWER_ADAPTIVE_WORK and frames * count * 32 * points <= spectra_bytes:
         points *= 2
-    return points
+    return max(1, -(-2 * end // points))
 
 
 def _adaptive_lower(
@@ -839,7 +840,7 @@ def _adaptive_lower(
     """
     directions = [d for p in witnesses for d in p.directions]
     frames = len(tilts) + 1
-    coarse = max(1, -(-2 * end // _lower_points(rounds, frames, len(directions), 4 * _LOWER_ADAPTIVE_POINTS, spectra_bytes)))
+    coarse = _lower_coarsening(end, rounds, frames, len(directions), 4 * _LOWER_ADAPTIVE_POINTS, spectra_bytes)
     options = [lower_direction(d.discretize(spacing * coarse)) for d in directions]
     usage = np.zeros(len(options))
     # The first run's choices, kept on a lattice ``step`` times coarser still, for the strategy witnesses.
@@ -853,7 +854,7 @@ def _adaptive_lower(
                                                choices, record))]
     strategies = StrategyWitnesses(directions, choices, spacing, coarse * step, budgets, fft_backend)
     kept = [i for i in range(len(options)) if usage[i] > 0.0 and usage[i] >= _LOWER_KEEP_SHARE * usage.sum()]
-    fine = max(1, -(-2 * end // _lower_points(rounds, frames, len(kept), _LOWER_MAX_POINTS, spectra_bytes)))
+    fine = _lower_coarsening(end, rounds, frames, len(kept), _LOWER_MAX_POINTS, spectra_bytes)
     if kept and fine < coarse and _lower_gap(runs[0][2], coarse, upper, spacing) > _LOWER_REFINE_GAP:
         chosen = [lower_direction(directions[i].discretize(spacing * fine)) for i in kept]
         runs.append((fine, chosen, _strategy_values(chosen, rounds, spacing * fine, -(-end // fine), tilts, fft_backend,
