@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from ._validation import check_int
 from .mechanisms.base import ShuffleMechanism
 
 __all__ = ["MECHANISMS", "CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
@@ -178,6 +179,8 @@ def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, i
         entries += _read_spec(args.spec)
     if not entries:
         raise CLIError("no mechanism given: use --mechanism (see --help), --compose or --spec")
-    return [(build_mechanism(kind, params, origin), count) for kind, params, count, origin in entries]
+    # The count is checked here so that the error names the flag that set it (compose() says "count").
+    return [(build_mechanism(kind, params, origin), check_int("--rounds" if origin is None else f"{origin}: count", count, minimum=1))
+            for kind, params, count, origin in entries]
 
 

@@ -422,7 +422,7 @@ class PrivacyLossPair:
             if arr.size == 0 or np.any(~np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(f"{name} must be a non-empty array of finite non-negative probabilities")
             if arr.sum() > 1.0 + 1e-9:
-                raise ValueError(f"{name} must sum to at most 1, got {arr.sum()!r}")
+                raise ValueError(f"{name} must sum to at most 1, got {float(arr.sum())!r}")
         return cls(_direction(p, q), _direction(q, p), label=label)
 
 

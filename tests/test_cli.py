@@ -156,6 +156,10 @@ def test_bad_input_one_line_exit_2():
         (["epsilon", "--compose", "binary-rr", "--delta", "1e-6"], "KIND:KEY=VALUE"),
         (["epsilon", "--compose", "binary-rr:num_users=100,local_epsilon=1:rounds=3", "--delta", "1e-6"], "count=N"),
         (["epsilon", "--spec", "/nonexistent/spec.json", "--delta", "1e-6"], "cannot read"),
+        # A count error names the flag that set it.
+        (["epsilon", *BINARY, "--rounds", "0", "--delta", "1e-6"], "--rounds must be an integer >= 1, got 0"),
+        (["epsilon", "--compose", "binary-rr:num_users=100,local_epsilon=1:count=0", "--delta", "1e-6"],
+         "--compose 'binary-rr:num_users=100,local_epsilon=1:count=0': count must be an integer >= 1"),
         (["epsilon", *BINARY], "--delta"),
         (["calibrate", "local-epsilon", *BINARY, "--target-epsilon", "1", "--delta", "1e-6"], "do not pass --local-epsilon"),
         (["calibrate", "rounds", *BINARY, "--target-epsilon", "1e-9", "--delta", "1e-6", "--quiet"], "infeasible"),
