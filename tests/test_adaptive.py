@@ -212,6 +212,7 @@ def test_used_runs_are_split_and_still_cover_the_exact_adaptive_worst_case(passe
     is much closer to it."""
     monkeypatch.setattr(dominating, "_SHORT_GROUPS", 1)
     monkeypatch.setattr(dominating, "_SCREEN_PASSES", passes)
+    monkeypatch.setattr(dominating, "_UNIT_WORK", 0.0)  # the screening, not every unit as its own run
     seen = _ledger_runs(monkeypatch)
     n, eps0, rounds = 8, 2.0, 2
     p = 1.0 / (math.exp(eps0) + 1.0)
@@ -228,6 +229,29 @@ def test_used_runs_are_split_and_still_cover_the_exact_adaptive_worst_case(passe
         assert np.max(excess[2:]) < 1e-6, excess
     else:
         assert np.min(excess[2:]) > 0.01, excess
+
+
+def test_few_units_are_the_recursions_choices_and_cover_the_exact_adaptive_worst_case(monkeypatch):
+    """Where every unit in each order fits (memory share, work), the recursion chooses among the units
+    themselves, without screening: its bound is then as tight as the lattice allows and still above the
+    exact adaptive worst case (enumeration)."""
+    seen = _ledger_runs(monkeypatch)
+    chosen: list = []
+    profile = dominating.adaptive_profile
+
+    def spy(choices, *args, **kwargs):
+        chosen.append(len(choices))
+        return profile(choices, *args, **kwargs)
+
+    monkeypatch.setattr(dominating, "adaptive_profile", spy)
+    n, eps0, rounds = 8, 2.0, 2
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    members = [pair_binary_rr(n, p, m) for m in range(n)]
+    bounds = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), rounds).get_delta_bounds(BUDGETS)
+    assert not seen and chosen == [2 * (n // 2)], chosen  # datasets m = 0..3 (the others mirror them), both orders
+    exact = np.array([delta_adaptive(members, rounds, float(e)) for e in BUDGETS])
+    assert np.all(bounds.lower <= exact * (1 + 1e-12) + 1e-15) and np.all(exact <= bounds.upper * (1 + 1e-12) + 2e-15)
+    assert np.max(((bounds.upper - exact) / bounds.upper)[2:]) < 1e-6
 
 
 def test_few_users_meet_the_short_ledger_target():

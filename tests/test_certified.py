@@ -585,6 +585,16 @@ def test_relative_gap_holds_at_large_delta_where_epsilon_is_small(rounds):
         assert 0.0 < (b.upper - b.lower) / b.upper <= 1e-3, (delta, b)
 
 
+def test_relative_gap_holds_where_epsilon_is_below_the_floor_and_the_window_narrow():
+    """Clones at ε0 = 0.055, n = 556626, 2 rounds: ε(1e-15) = 6.9e-4, below the scale (0.02) the lattice
+    resolves in general; the window spans only 0.004, so a finer lattice is cheap and is taken (gap 1.2 ‰
+    on the floor's lattice)."""
+    acc = ps.FourierAccountant().compose(ps.ShuffledLDP(556626, 0.055), 2)
+    for delta in (1e-15, 1e-6):
+        b = acc.get_epsilon_bounds(delta)
+        assert 0.0 < b.upper < 1e-3 and (b.upper - b.lower) / b.upper <= 5e-4, (delta, b)
+
+
 def test_infinity_mass_lower_end_survives_a_finite_mass_rounded_up():
     """2**40 rounds of a witness whose F + I rounds to just above 1: the sum F is itself rounded (pairwise
     summation), and n = 2**40 multiplies that error; unaccounted it made the lower end 1.0001 (> 1).  Both
