@@ -127,14 +127,16 @@ _STRATEGY_WORK = 1e9
 #: ``_SCREEN_POINTS`` points, each halving the runs used at least ``_SPLIT_SHARE`` times as often as the
 #: mean run).
 _MAX_CHOICES = 160
-#: ... except where every unit in each order (at most ``_UNIT_CHOICES`` choices) fits the splits' memory share
-#: and the recursion's work stays within ``_UNIT_WORK`` (a second or two): the units themselves are then the
-#: choices, the tightest runs, with no screening.  The screening splits by usage on a coarse lattice, which
-#: misses where ε is small and its relative gap most sensitive (2RR n = 133, ε0 = 0.116, 8 rounds, δ = 1e-2:
-#: 1.81 → 1.07 ‰, 8.2 → 6.2 s; at n = 330, ε0 = 0.451, 2 rounds all 330 would give 1.68 → 0.77 ‰ but need
-#: 0.5 GB of spectra, above the share of the default cap).
+#: ... except where every unit in each order (at most ``_UNIT_CHOICES`` choices) fits ``_UNIT_SHARE`` times
+#: the splits' memory share (so a quarter of ``max_memory_bytes`` in their spectra) and the recursion over them
+#: all costs at most ``_UNIT_WORK`` (a second or two): the units themselves are then the choices, the tightest
+#: runs, with no screening.  The screening splits by usage on a coarse lattice, which misses where ε is
+#: small and its relative gap most sensitive (2RR, δ = 1e-2: n = 330, ε0 = 0.451, 2 rounds: 1.45 → 0.55 ‰,
+#: 3.1 → 5.3 s, peak 0.47 → 1.0 GB; n = 288, ε0 = 0.199, 8 rounds: 1.91 → 0.54 ‰; n = 133, ε0 = 0.116,
+#: 8 rounds: 1.81 → 1.07 ‰, 8.2 → 6.2 s).
 _UNIT_CHOICES = 400
 _UNIT_WORK = 3e8
+_UNIT_SHARE = 2.0
 _SCREEN_PASSES = 6
 _SCREEN_POINTS = 2**12
 #: Rounds of a screening pass (at most; the first rounds of a longer block choose as its later ones do).
@@ -593,7 +595,7 @@ def _adaptive_terms(
     held = options.get("max_memory_bytes", math.inf) / 8 / (len(tilts) * 16 * (size // 2 + 1))
     limit = min(_MAX_CHOICES, int(work // per_choice) - 1, max(len(runs), int(min(held, _MAX_CHOICES))))
     every = [(i, i + 1, order) for i in range(len(units)) for order in (0, 1)]
-    if split is None and len(every) <= min(_UNIT_CHOICES, int(work // per_choice) - 1, held) and per_choice * (len(every) + 1) <= _UNIT_WORK:
+    if split is None and len(every) <= min(_UNIT_CHOICES, int(work // per_choice) - 1, _UNIT_SHARE * held) and per_choice * (len(every) + 1) <= _UNIT_WORK:
         runs = every  # few units and a cheap recursion: it chooses among the units themselves (the tightest runs)
     elif split is None:
         screen = max(1, -(-2 * end // _SCREEN_POINTS))  # the screening passes' lattice coarsening
