@@ -129,7 +129,8 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
     (the smallest ε, where a given absolute error weighs most; Chernoff and Gaussian) and resolved down to
     ``MIN_SCALE``.  Longer ledgers are held to their 2e-3 target down to δ = 1e-3, estimated there likewise
     (floor ``MIN_SCALE_LONG``; Chernoff alone was 2.8× too large after 1e6 rounds of kRR weak, n = 3,
-    ε0 = 1e-3).  A single round keeps the 1e-2·ε rule: it is answered on the exact pairs, and a
+    ε0 = 1e-3).  Below those floors the gap is absolute, except that a ledger whose window would still hold at
+    most ``CHEAP_POINTS`` points at the finer Δ resolves ε down to ``MIN_CHEAP_SCALE``.  A single round keeps the 1e-2·ε rule: it is answered on the exact pairs, and a
     finer lattice measured looser there (2RR n = 1e7, δ = 1e-8: gap 6.3e-4 instead of 4.1e-4).
     """
     rounds = sum(n for _, n in pairs)
