@@ -62,6 +62,9 @@ _PRODUCT_POINTS = 2**16
 #: is within this (relative, see _refined_epsilon_gap) of the lower end: the one-round target is 1e-4.
 _REFINED_POINTS = 4
 _REFINED_EPSILON_GAP = 3e-5
+#: An ε query repeats that refinement (each pass up to ``dominating._QUERY_SPLITS`` splits) at most this
+#: many times while its bracket misses the one-round target.
+_QUERY_REFINES = 4
 #: Realisable pairs inverted for a single round's lower ε (any subset is a lower bound).
 _LOWER_PAIRS = 16
 #: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included) ...
@@ -199,11 +202,25 @@ class CertifiedPLD:
         lattice = invert(self._lattice_upper, delta, upper=True)
         lower = self._single_lower_epsilon(delta, lattice)
         refiner = self._refiner()
-        if refiner is not None and 0.0 < lower < math.inf:
-            # Split the cells that keep ε slightly above the lower end from being certified.
-            refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta)
+        upper, gap = None, math.nan
+        for done in range(1, _QUERY_REFINES + 1 if refiner is not None else 1):
+            if not 0.0 < lower < math.inf:
+                break
+            # Split the cells that keep ε slightly above the lower end from being certified; again while the
+            # bracket misses the one-round target, splits are still made and the passes left would reach the
+            # target if the gap kept shrinking as in the last pass (where ε is small its relative gap is most
+            # sensitive to δ's: 2RR n = 75576, ε0 = 0.186, δ = 1e-4: 1.9e-4 after one pass, 1.0e-4 after two).
+            splits = refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta)
             lower = self._single_lower_epsilon(delta, lattice)  # datasets revealed by the splits may raise it
-        return lower, min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
+            upper = min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
+            previous, gap = gap, (upper - lower) / upper
+            target = relative_target(1)
+            shrinking = min(gap / previous, 1.0) if done > 1 else 0.0  # the first pass always may go on
+            if splits == 0 or gap <= target or not refiner.has_room() or gap * shrinking ** (_QUERY_REFINES - done) > target:
+                break
+        if upper is None:
+            upper = min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
+        return lower, upper
 
     def _single_lower_epsilon(self, delta: float, probe: float) -> float:
         """Lower end of ε for one round: any subset of the realisable pairs gives a lower bound, so only the

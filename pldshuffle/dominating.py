@@ -1216,13 +1216,14 @@ class QueryRefinement:
         """The largest truncated mass of a kept pair: upper bounds carry it, so no split removes it."""
         return max((d.truncated_mass for p in self.upper_pairs for d in p.directions), default=0.0)
 
-    def refine(self, epsilon: float, threshold: float) -> None:
+    def refine(self, epsilon: float, threshold: float) -> int:
         """Split the cells whose upper δ at ``epsilon`` exceeds ``threshold``, largest first, until none does
-        (or only single datasets do) or the budget is spent.  Nothing is split for a threshold below twice
-        the booked truncated mass (no split could reach it)."""
+        (or only single datasets do) or the budget is spent; returns the number of splits.  Nothing is split
+        for a threshold below twice the booked truncated mass (no split could reach it)."""
         if threshold <= 2.0 * self.booked:
-            return
+            return 0
         eps = np.array([float(epsilon)])
+        splits = 0
 
         def upper_of(cell: Cell) -> float:
             return max(float(p.delta_upper(eps)[0]) for p in _uppers(cell))
@@ -1242,6 +1243,7 @@ class QueryRefinement:
                 continue
             self._cells[index : index + 1] = list(children)
             values[index : index + 1] = [upper_of(c) for c in children]
+            splits += 1
         # The realisable end reads the largest datasets: those of the cells now largest at ε, at most
         # _KEPT_MEMBERS of them (revealing every split's datasets doubled the pairs built and held a third
         # of a refined cover).  Counted by pair: an enumerated cell holds several.
@@ -1258,6 +1260,11 @@ class QueryRefinement:
                     self._members.append(p)
                     known.add(id(p))
                     revealed, held, count = revealed + 1, held + _pairs_bytes([p]), count + 1
+        return splits
+
+    def has_room(self) -> bool:
+        """Whether :meth:`refine` may still split (the pairs held leave room for the next few splits)."""
+        return self._room_for(2 * _MEMORY_CHECK_EVERY, *self._usage())
 
     def _usage(self) -> tuple[int, int]:
         """Bytes and number of the pairs held.  O(pairs)."""

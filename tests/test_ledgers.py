@@ -411,6 +411,39 @@ def test_single_round_queries_refine_the_cover_and_stay_sound():
     assert np.all(np.max([p.delta_bounds(grid)[1] for p in refiner.upper_pairs], axis=0) >= worst)
 
 
+def test_epsilon_query_repeats_the_refinement_while_it_misses_the_target(monkeypatch):
+    """An ε query of one round refines again (up to _QUERY_REFINES passes) while its bracket misses the
+    one-round target: with 30 splits a pass, one pass leaves the coarse cover's bracket above 1e-4, more
+    passes bring it below, and the bracket holds the worst case over every dataset (each dataset's own
+    certified pair, all n/2 of them)."""
+    import pldshuffle.certified as certified
+
+    n, eps0, delta = 2000, 0.3, 1e-6
+    monkeypatch.setattr(dominating, "_QUERY_SPLITS", 30)
+    passes: list[int] = []
+    refine = dominating.QueryRefinement.refine
+
+    def spy(self, epsilon, threshold):
+        passes.append(refine(self, epsilon, threshold))
+        return passes[-1]
+
+    monkeypatch.setattr(dominating.QueryRefinement, "refine", spy)
+
+    def bracket(refines: int) -> tuple[float, float]:
+        monkeypatch.setattr(certified, "_QUERY_REFINES", refines)
+        passes.clear()
+        b = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0)).get_epsilon_bounds(delta)
+        return b.lower, b.upper
+
+    lo1, up1 = bracket(1)
+    assert passes == [30] and (up1 - lo1) / up1 > certified.relative_target(1)
+    lo, up = bracket(4)
+    assert len(passes) > 1 and (up - lo) / up <= certified.relative_target(1)
+    pairs = [ps.ShuffledBinaryRR(n, eps0).dataset_pair(m) for m in range(n // 2)]
+    bounds = np.array([p.delta_bounds(np.array([lo, up])) for p in pairs])  # (pair, lower/upper, ε)
+    assert bounds[:, 1, 1].max() <= delta <= bounds[:, 0, 0].max()  # δ(up) ≤ δ ≤ δ(lo) for the worst dataset
+
+
 def _refined_query(n: int, eps0: float, eps: float):
     acc = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0))
     refiner = acc.certified_pld().terms[0].refiner
