@@ -205,25 +205,26 @@ class CertifiedPLD:
         lattice = invert(self._lattice_upper, delta, upper=True)
         lower = self._single_lower_epsilon(delta, lattice)
         refiner = self._refiner()
-        upper, gap = None, math.nan
-        for done in range(1, _QUERY_REFINES + 1 if refiner is not None else 1):
-            if not 0.0 < lower < math.inf:
-                break
+
+        def upper_end() -> float:
+            return min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
+
+        if refiner is None or not 0.0 < lower < math.inf:
+            return lower, upper_end()
+        target, gap = relative_target(1), math.nan
+        for done in range(1, _QUERY_REFINES + 1):
             # Split the cells that keep ε slightly above the lower end from being certified; again while the
             # bracket misses the one-round target, splits are still made and the passes left would reach the
             # target if the gap kept shrinking as in the last pass (where ε is small its relative gap is most
             # sensitive to δ's: 2RR n = 75576, ε0 = 0.186, δ = 1e-4: 1.9e-4 after one pass, 1.0e-4 after two).
             splits = refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta)
             lower = self._single_lower_epsilon(delta, lattice)  # datasets revealed by the splits may raise it
-            upper = min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
+            upper = upper_end()
             previous, gap = gap, (upper - lower) / upper
-            target = relative_target(1)
             shrinking = min(gap / previous, 1.0) if done > 1 else 0.0  # the first pass always may go on
             if (splits == 0 or gap <= target or upper - lower <= _QUERY_ABSOLUTE_GAP or not refiner.has_room()
                     or gap * shrinking ** (_QUERY_REFINES - done) > target):
                 break
-        if upper is None:
-            upper = min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
         return lower, upper
 
     def _single_lower_epsilon(self, delta: float, probe: float) -> float:

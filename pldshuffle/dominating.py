@@ -593,10 +593,12 @@ def _adaptive_terms(
     # The recursion keeps each choice's half-spectrum in every frame: the splits may hold an eighth of the
     # memory cap in them (the runs they start from are kept whatever the cap).
     held = options.get("max_memory_bytes", math.inf) / 8 / (len(tilts) * 16 * (size // 2 + 1))
-    limit = min(_MAX_CHOICES, int(work // per_choice) - 1, max(len(runs), int(min(held, _MAX_CHOICES))))
-    every = [(i, i + 1, order) for i in range(len(units)) for order in (0, 1)]
-    if split is None and len(every) <= min(_UNIT_CHOICES, int(work // per_choice) - 1, _UNIT_SHARE * held) and per_choice * (len(every) + 1) <= _UNIT_WORK:
-        runs = every  # few units and a cheap recursion: it chooses among the units themselves (the tightest runs)
+    affordable = int(work // per_choice) - 1
+    limit = min(_MAX_CHOICES, affordable, max(len(runs), int(min(held, _MAX_CHOICES))))
+    every = 2 * len(units)  # each unit in each order
+    if split is None and every <= min(_UNIT_CHOICES, affordable, _UNIT_SHARE * held) and per_choice * (every + 1) <= _UNIT_WORK:
+        # Few units and a cheap recursion: it chooses among the units themselves (the tightest runs).
+        runs = [(i, i + 1, order) for i in range(len(units)) for order in (0, 1)]
     elif split is None:
         screen = max(1, -(-2 * end // _SCREEN_POINTS))  # the screening passes' lattice coarsening
         runs = _split_used_runs(runs, lambda r: choice(r, screen), min(rounds, _SCREEN_ROUNDS), spacing * screen, -(-end // screen), top, tilts, backend,
