@@ -207,6 +207,21 @@ def test_weak_and_histogram_have_no_infinite_loss():
         assert forward(ShuffledKRR(40, 4, gamma=0.2, adversary=adversary)).infinity_mass == 0.0
 
 
+@pytest.mark.parametrize("eps0", [0.01, 0.5])
+def test_strong_adversary_is_not_capped_by_local_epsilon(eps0):
+    """The strong adversary sees the victim's randomisation bit: exact δ(ε0) is far above 0 (reference
+    enumeration), so its ε(δ) exceeds ε0, while the weak adversary's view is capped by ε0 (docstring, Notes)."""
+    n, k = 20, 4
+    gamma = k / (math.exp(eps0) + k - 1)
+    exact_strong = ref.delta_exact(ref.pair_krr_strong(n, k, gamma), eps0)
+    assert exact_strong > 1e-4
+    strong = ps.FourierAccountant().compose(ShuffledKRR(n, k, local_epsilon=eps0, adversary="strong"))
+    assert strong.get_delta_bounds(eps0).lower > 0.5 * exact_strong
+    assert strong.get_epsilon_bounds(exact_strong / 2).lower > eps0
+    weak = ps.FourierAccountant().compose(ShuffledKRR(n, k, local_epsilon=eps0, adversary="weak"))
+    assert weak.get_epsilon_bounds(exact_strong / 2).upper <= eps0
+
+
 # ------------------------------------------------------------------------------ exact values
 
 

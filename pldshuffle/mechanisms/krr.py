@@ -149,6 +149,11 @@ class ShuffledKRR(ShuffleMechanism):
 
     Notes
     -----
+    The strong adversary also sees the differing user's randomisation bit, which its ε0-LDP report
+    hides: its ε is not capped by ``ε0`` (nor by ``rounds·ε0``) and exceeds it where ``ε0`` is small
+    (``n=1000, k=4``, one round: ``ε0=0.5`` gives ``ε(1e-6)=0.339``, ``ε0=0.001`` gives ``0.120``; the weak
+    adversary, a post-processing of the report, gives ``0.046`` and ``2.9e-5``).
+
     Validity range: every ``2 ≤ n ≤ 2^53``, ``k ≥ 2``, ``γ/k ≥ 1e-100`` (``ε0 ≲ 230``), as long as at
     most :data:`MAX_SUPPORT_POINTS` points are streamed (after merging) and, for ``"weak"`` and
     ``"histogram"``, at most ``MAX_MERGED_PAIRS`` (1e10) cells ``(u, c)`` are laid out (requests whose
