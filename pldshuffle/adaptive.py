@@ -54,8 +54,11 @@ def adaptive_window_size(options: Sequence[LatticeDirection], lo: int, hi: int) 
 
 
 def _reads(options: Sequence[LatticeDirection], lo: int, hi: int) -> tuple[int, int]:
-    """First and last lattice index the correlations for ``lo .. hi`` read (``j - s`` over every support)."""
-    return lo - max(o.start + o.masses.size - 1 for o in options), hi - min(o.start for o in options)
+    """First and last lattice index of the buffer: every index the correlations for ``lo .. hi`` read
+    (``j - s`` over every support) and the window itself, which the buffer also holds (options whose finite
+    losses all have one sign, e.g. a pair whose other side has mass where this one has none, read only
+    beyond one end of it)."""
+    return min(lo, lo - max(o.start + o.masses.size - 1 for o in options)), max(hi, hi - min(o.start for o in options))
 
 
 class _Window:

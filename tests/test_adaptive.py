@@ -543,3 +543,30 @@ def test_the_recursions_split_over_threads_are_the_one_pass_values(name, monkeyp
     for one, split in zip(runs[1], runs[3]):
         np.testing.assert_array_equal(one, split)
     assert runs[1][1].sum() > 0 and len(set(runs[1][4].ravel())) > 2  # several options chosen: the merge mattered
+
+
+@pytest.mark.parametrize("start", [40, -60])
+def test_options_whose_losses_lie_beyond_the_window(start):
+    """An option whose finite losses all lie on one side, beyond the window, is read only past one end:
+    the buffer must still hold the window (a mixed ledger of 2RR n = 10, ε0 = 3.369 and n = 5e7,
+    ε0 = 0.168 crashed here).  The options are privacy loss distributions (``Σ p e^{-L} ≤ 1``: all-negative
+    losses need mass at +∞, left out here).  With one option the adaptive value is the composed hockey
+    stick ``E[(1 - e^{x - L1 - L2})_+]``, computed term by term; beyond the window both recursions use their
+    extrapolations (the upper one with the crude ``G ≤ 1`` beyond ``z_hi`` here), loose by up to 0.045."""
+    from pldshuffle.adaptive import adaptive_lower_profile, adaptive_profile
+    from pldshuffle.lattice import LatticeDirection
+
+    spacing, hi, rounds = 0.1, 10, 2
+    losses = (start + np.arange(3)) * spacing
+    masses = np.array([0.2, 0.5, 0.3]) * 0.999 * min(1.0, math.exp(losses.min()))
+    assert masses @ np.exp(-losses) <= 1.0
+    option = LatticeDirection(start, masses, 0.0, loss_error=0.0)
+    x = np.arange(-hi, hi + 1) * spacing
+    exact = np.zeros(x.size)
+    for p, a in zip(masses, losses):
+        for q, b in zip(masses, losses):
+            exact += p * q * np.maximum(1.0 - np.exp(x - a - b), 0.0)
+    upper = adaptive_profile([option], [rounds], spacing, -hi, hi, lambda z, j: np.ones(z.size), [0.0], "numpy")[0]
+    lower = adaptive_lower_profile([option], rounds, spacing, -hi, hi, [0.0], "numpy")
+    assert np.all(lower <= exact + 1e-12) and np.all(exact <= upper + 1e-12)
+    assert np.all(upper - lower <= 0.05)
