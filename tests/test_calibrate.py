@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pldshuffle as ps
 from pldshuffle.calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
@@ -98,3 +102,71 @@ def test_bad_arguments():
         find_max_rounds("2RR", target_epsilon=1.0, target_delta=DELTA)
     with pytest.raises(TypeError, match="factory"):
         calibrate_local_epsilon(lambda e: None, target_epsilon=1.0, target_delta=DELTA)
+
+
+class _Synthetic:
+    """A stand-in for the calibration objective: ε(x) given by a vectorised function, every probe recorded."""
+
+    def __init__(self, epsilon, target_epsilon):
+        self.epsilon, self.target_epsilon = epsilon, target_epsilon
+        self.history = {}
+
+    def passes(self, x):
+        self.history[x] = float(self.epsilon(np.array([x]))[0])
+        return self.history[x] <= self.target_epsilon
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    larger_passes=st.booleans(),
+    shape=st.sampled_from(["power", "exponential", "step"]),
+    exponent=st.floats(0.05, 3.0),
+    scale=st.floats(1e-3, 1e3),
+    floor=st.floats(0.0, 0.5),
+    flat=st.integers(1, 5000),
+    cap=st.sampled_from([math.inf, 1.0, 10.0]),
+    noise=st.sampled_from([0.0, 1e-4, 1e-2]),
+    target=st.floats(1e-3, 50.0),
+    start=st.integers(1, 50),
+    limit=st.integers(50, 200_000),
+)
+def test_integer_search_against_a_scan(larger_passes, shape, exponent, scale, floor, flat, cap, noise, target, start, limit):
+    """On ε(x) of many shapes (power laws, exponentials and steps at ``flat``; a plateau up to ``flat``
+    capped at ``cap`` or at ε = ∞, an offset ``floor``, a non-monotone ripple of relative size ``noise``),
+    the search returns adjacent
+    integers that pass and fail, the first change of a scan where ε is monotone, within the probe budget
+    of its docstring (about 4·log2(limit))."""
+    from pldshuffle.calibrate import _integer_search
+
+    sign = -1.0 if larger_passes else 1.0
+
+    def epsilon(x):
+        x = np.asarray(x, dtype=np.float64)
+        base = np.maximum(x, flat) if larger_passes else x
+        if shape == "power":
+            law = base ** (sign * exponent)
+        elif shape == "exponential":
+            law = np.exp(np.clip(sign * exponent * base / 1000.0, -700.0, 700.0))
+        else:
+            law = np.where((x >= flat) == larger_passes, 1e-3, 1e3) ** exponent
+        value = np.minimum(floor + scale * law, cap) * (1.0 + noise * np.sin(x))
+        if larger_passes and cap == math.inf:
+            value = np.where(x < flat, math.inf, value)
+        return value
+
+    objective = _Synthetic(epsilon, target)
+    passing, failing = _integer_search(objective, start, limit, larger_passes=larger_passes)
+    if passing is not None:
+        assert objective.history[passing] <= target
+    if failing is not None:
+        assert objective.history[failing] > target
+    if passing is not None and failing is not None:
+        assert abs(passing - failing) == 1 and (passing > failing) == larger_passes
+    assert len(objective.history) <= 4 * math.log2(limit) + 8
+    if noise == 0.0:  # monotone: the answer is the scan's first change
+        passes = epsilon(np.arange(start, limit + 1)) <= target
+        change = np.flatnonzero(passes != passes[0])
+        if larger_passes:
+            assert passing == (start if passes[0] else None if change.size == 0 else start + int(change[0]))
+        else:
+            assert passing == (None if not passes[0] else limit if change.size == 0 else start + int(change[0]) - 1)
