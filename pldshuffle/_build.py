@@ -22,6 +22,7 @@ import numpy as np
 
 from .certified import CertifiedPLD, MemoryBudgetError, check_lattice_span
 from .dominating import MAX_WITNESSES, family_term
+from .fft import release_plans
 from .lattice import Term, lower_direction, upper_direction
 from .mechanisms.base import PairFamily, ShuffleMechanism
 
@@ -179,6 +180,10 @@ def _build(
     assert pld is not None
     rounds = sum(count for _, count in entries)
     report(f"composing {rounds} rounds (FFT, certified error terms)" if rounds > 1 else "realising one round (its lattice measures; queries read the exact pairs)")
+    # The composition's memory check counts its own plans and windows and the terms, not what earlier stages
+    # cached: drop their FFT plans and hand their freed heap back first.
+    release_plans()
+    _return_freed_memory()
     pld.realize()
     return pld
 

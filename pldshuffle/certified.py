@@ -573,7 +573,15 @@ class CertifiedPLD:
         sizes = [size for part in ("upper", "lower") for *_, windows in self._windows(part) for _, _, size in windows]
         if sizes:
             plans = PLAN_BYTES_PER_POINT * sum(n for n in set(sizes) if get_backend(self.fft_backend, n).name == "pyfftw")
-            _check_memory(max(sizes), self.max_memory_bytes, self.spacing, BYTES_PER_POINT * sum(sizes) + plans)
+            _check_memory(max(sizes), self.max_memory_bytes, self.spacing, self._terms_bytes() + BYTES_PER_POINT * sum(sizes) + plans)
+
+    def _terms_bytes(self) -> int:
+        """Bytes of the terms' own lattice measures (upper, witnesses, adaptive lower ends): held while the
+        windows are realised, so they count against ``max_memory_bytes`` too (a 2RR block of 4 rounds beside
+        a randomizer's round held 30 MB, which took the peak to 834 MB under a 512 MiB cap)."""
+        directions = [d for t in self.terms for d in (*t.upper, *(d for w in t.lower for d in w))]
+        directions += [t.adaptive_lower for t in self.terms if t.adaptive_lower is not None]
+        return sum(d.masses.nbytes for d in directions)
 
     def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int = -1, plan: tuple | None = None) -> Composite:
         """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`)."""
@@ -597,7 +605,7 @@ class CertifiedPLD:
         backend = get_backend(self.fft_backend, size)
         sizes = self._cache.setdefault("sizes", set())
         # Every new window size adds a pair of cached FFTW plans with their buffers.
-        held = self._cache.get("bytes", 0) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
+        held = self._cache.get("bytes", self._terms_bytes()) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
         _check_memory(size, self.max_memory_bytes, spacing, held)
         real = realize(factors, spacing, theta, lo_index, size, backend)
         self._cache["bytes"] = held + size * BYTES_PER_POINT
