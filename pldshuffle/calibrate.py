@@ -7,7 +7,7 @@ the answer is a probe that met the target).
 
 The certified ε is increasing in ``local_epsilon`` and in the number of rounds and decreasing in
 ``num_users`` (observed for every mechanism of the package; not assumed blindly: the returned value is
-always one at which the final call met the target, and the search steps to the safe side if it did not).
+always one at which an accountant call met the target, and the search steps to the safe side if it did not).
 
 Cost: every probe is one accountant query (one mechanism build plus, for several rounds, one FFT
 composition).  ``calibrate_local_epsilon`` uses Brent's method on ``log ε0`` (typically 8-12 probes),
