@@ -347,7 +347,7 @@ def _integer_search(
     while abs(good - bad) > 1:
         low, high = min(good, bad), max(good, bad)
         nearest = _nearest_probes(objective)
-        crossing = _power_law_crossing(objective, *nearest, larger_passes) if len(nearest) == 2 and stalled < 2 else None
+        crossing = _power_law_crossing(objective, nearest[0], nearest[1], larger_passes) if len(nearest) == 2 and stalled < 2 else None
         if crossing is None:
             mid = (low + high) // 2
         else:
