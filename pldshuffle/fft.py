@@ -131,7 +131,7 @@ def _cached_plan(key: tuple[object, ...], build: Callable[[], Any]) -> Any:
 def release_plans() -> None:
     """Drop every cached FFTW plan (and its buffers, up to ``_PLAN_CACHE_BYTES`` beyond the latest): called
     before a ledger's composition, whose memory check counts only the plans it makes itself (the adaptive
-    recursions' plans are of other sizes).  Later transforms plan again (~ms each, FFTW_ESTIMATE).  O(plans)."""
+    recursions' plans are of other sizes).  Later transforms plan again (up to ~50 ms a size).  O(plans)."""
     with _plans_lock:
         _plans.clear()
 
