@@ -127,7 +127,7 @@ class CalibrationResult(JsonRecord):
 
 class _Objective:
     """Certified ε upper bound of ``make(x)`` composed ``rounds(x)`` times; one fresh accountant per probed
-    value, each computed once (``history``: the upper ends; ``results``: the mechanisms and bounds)."""
+    value, each computed once (``results``: the mechanisms and bounds; ``history``: their upper ends)."""
 
     def __init__(
         self,
@@ -143,8 +143,12 @@ class _Objective:
         self.target_epsilon, self.target_delta = target_epsilon, target_delta
         self.options = dict(accountant_options or {})
         self.progress, self.name = progress, name
-        self.history: dict[Any, float] = {}
         self.results: dict[Any, tuple[ShuffleMechanism, EpsilonBounds]] = {}
+
+    @property
+    def history(self) -> dict[Any, float]:
+        """The certified upper ε of every value probed so far."""
+        return {x: bounds.upper for x, (_, bounds) in self.results.items()}
 
     def bounds(self, x: Any) -> tuple[ShuffleMechanism, EpsilonBounds]:
         if x in self.results:
@@ -154,7 +158,6 @@ class _Objective:
             raise TypeError(f"the mechanism factory must return a pldshuffle mechanism, got {type(mechanism).__name__}")
         count = self.rounds(x)
         result = FourierAccountant(**self.options).compose(mechanism, count).get_epsilon_bounds(self.target_delta)
-        self.history[x] = result.upper
         self.results[x] = mechanism, result
         if self.progress is not None:
             self.progress(f"{self.name}={x:.6g}: certified ε ≤ {result.upper:.6g} (target {self.target_epsilon:g})")
@@ -291,7 +294,8 @@ def _power_law_crossing(objective: _Objective, a: int, b: int | None, larger_pas
     is undefined: an ε that is not finite and positive (ε = ∞ below the infinity mass, ε = 0 at large δ),
     equal ε's, or a slope of the wrong sign (ε must fall with the users and grow with the rounds).  A
     guess only: every answer is decided by probes."""
-    values = [objective.history[x] for x in (a, b) if x is not None]
+    history = objective.history
+    values = [history[x] for x in (a, b) if x is not None]
     if not all(0.0 < v < math.inf for v in values):
         return None
     if b is None:
@@ -309,8 +313,9 @@ def _power_law_crossing(objective: _Objective, a: int, b: int | None, larger_pas
 def _nearest_probes(objective: _Objective) -> list[int]:
     """The two probes whose finite positive ε are nearest the target (in log), the nearest first: the
     secant through them is the best local guess (the bracket's ends may lie far out on a plateau)."""
-    finite = [x for x, v in objective.history.items() if 0.0 < v < math.inf]
-    finite.sort(key=lambda x: abs(math.log(objective.history[x] / objective.target_epsilon)))
+    history = objective.history
+    finite = [x for x, v in history.items() if 0.0 < v < math.inf]
+    finite.sort(key=lambda x: abs(math.log(history[x] / objective.target_epsilon)))
     return finite[:2]
 
 

@@ -579,7 +579,8 @@ class CertifiedPLD:
         """Bytes of the terms' own lattice measures (upper, witnesses, adaptive lower ends): held while the
         windows are realised, so they count against ``max_memory_bytes`` too (a 2RR block of 4 rounds beside
         a randomizer's round held 30 MB, which took the peak to 834 MB under a 512 MiB cap)."""
-        directions = [d for t in self.terms for d in (*t.upper, *(d for w in t.lower for d in w))]
+        directions = [d for t in self.terms for d in t.upper]
+        directions += [d for t in self.terms for witness in t.lower for d in witness]
         directions += [t.adaptive_lower for t in self.terms if t.adaptive_lower is not None]
         return sum(d.masses.nbytes for d in directions)
 
@@ -605,7 +606,9 @@ class CertifiedPLD:
         backend = get_backend(self.fft_backend, size)
         sizes = self._cache.setdefault("sizes", set())
         # Every new window size adds a pair of cached FFTW plans with their buffers.
-        held = self._cache.get("bytes", self._terms_bytes()) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
+        if "bytes" not in self._cache:  # the terms are held from the first window on
+            self._cache["bytes"] = self._terms_bytes()
+        held = self._cache["bytes"] + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
         _check_memory(size, self.max_memory_bytes, spacing, held)
         real = realize(factors, spacing, theta, lo_index, size, backend)
         self._cache["bytes"] = held + size * BYTES_PER_POINT

@@ -1237,7 +1237,7 @@ class QueryRefinement:
             if index is None:
                 break
             # Stop before the splits up to the next check (two pairs each) could pass the budget.
-            if step % _MEMORY_CHECK_EVERY == 0 and not self._room_for(2 * _MEMORY_CHECK_EVERY, *self._usage()):
+            if step % _MEMORY_CHECK_EVERY == 0 and not self.has_room():
                 break
             children = self._cells[index].split()
             if not children:
