@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "MAX_SPACING",
     "MAX_COUNT",
     "check_choice",
     "check_delta",
@@ -62,12 +63,18 @@ def check_int(name: str, value: object, minimum: int = 1, maximum: int | None = 
     return ivalue
 
 
-def check_positive_finite(name: str, value: object) -> float:
-    """Return ``value`` as a float in ``(0, inf)``."""
+def check_positive_finite(name: str, value: object, maximum: float = math.inf) -> float:
+    """Return ``value`` as a float in ``(0, maximum]`` (finite)."""
     x = check_real(name, value)
-    if not (math.isfinite(x) and x > 0.0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if not (math.isfinite(x) and 0.0 < x <= maximum):
+        upper = "" if maximum == math.inf else f" and <= {maximum:g}"
+        raise ValueError(f"{name} must be a finite number > 0{upper}, got {value!r}")
     return x
+
+
+#: Coarsest lattice spacing accepted (nats): coarser ones resolve no ε of interest, and the connect-the-dots
+#: weights need ``e^Δ`` far from overflow (2RR's adaptive recursion failed at Δ = 1000).
+MAX_SPACING = 100.0
 
 
 #: Largest local ε0 accepted: beyond it e^{ε0} (or its reciprocal) leaves double precision.

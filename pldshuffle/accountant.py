@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import check_delta, check_epsilons, check_int, check_positive_finite, check_probability
+from ._validation import MAX_SPACING, check_delta, check_epsilons, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
 from .certified import CertifiedPLD, MemoryBudgetError
@@ -41,9 +41,9 @@ class FourierAccountant:
     Parameters
     ----------
     value_discretization_interval : float, optional
-        Lattice spacing Δ.  Default: chosen once per ledger from the relative-gap target and an estimate of
-        ε (Δ ≈ target·ε/(2√rounds), or /(8√rounds) for sparse pairs: :func:`pldshuffle.spacing.choose_spacing`),
-        coarsened if the memory cap requires it.
+        Lattice spacing Δ, at most 100 (nats).  Default: chosen once per ledger from the relative-gap target
+        and an estimate of ε (Δ ≈ target·ε/(2√rounds), or /(8√rounds) for sparse pairs:
+        :func:`pldshuffle.spacing.choose_spacing`), coarsened if the memory cap requires it.
     tail_mass : float, optional
         Probability mass each mechanism may drop per truncated coordinate (booked at +∞ by the upper
         bound, never lost).  Default: ``min(1e-18, 1e-17/rounds)``, so the mass booked by a whole ledger
@@ -91,7 +91,7 @@ class FourierAccountant:
         progress: Callable[[str], None] | None = None,
     ) -> None:
         if value_discretization_interval is not None:
-            value_discretization_interval = check_positive_finite("value_discretization_interval", value_discretization_interval)
+            value_discretization_interval = check_positive_finite("value_discretization_interval", value_discretization_interval, MAX_SPACING)
         self.value_discretization_interval = value_discretization_interval
         self.tail_mass = None if tail_mass is None else check_probability("tail_mass", tail_mass)
         self.fft_backend = check_backend(fft_backend)  # "auto" is resolved per window, importing nothing now

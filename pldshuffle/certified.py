@@ -661,8 +661,10 @@ def check_lattice_span(points: float, budget: float, spacing: float) -> None:
     Δ = 1e-6: 7.2e6 points, ~0.65 GiB at 96 bytes a point)."""
     needed = points * LATTICE_BYTES_PER_POINT
     if needed > budget:
+        # Counts past 1e15 (Δ = 1e-300) in scientific notation rather than hundreds of digits.
+        size = f"{points:,.0f} lattice points (~{needed / 2**30:,.2f} GiB)" if points < 1e15 else f"{points:.3g} lattice points (~{needed / 2**30:.3g} GiB)"
         raise MemoryBudgetError(
-            f"one round of the ledger's pairs needs {points:,.0f} lattice points (~{needed / 2**30:.2f} GiB) at "
+            f"one round of the ledger's pairs needs {size} at "
             f"value_discretization_interval={spacing:.3g}, above max_memory_bytes={budget:,.0f}; pass a larger "
             "value_discretization_interval or raise max_memory_bytes",
             needed,

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from ._estimate import SLOW_SECONDS
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
-from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size, strategy_measure
+from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size, strategy_measure, value_floor
 from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts, tail_score
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
@@ -951,7 +951,9 @@ def _strategy_values(
     """Lower bounds on the value of a realisable adaptive strategy over ``options`` at the lattice points
     ``-hi .. hi`` (:func:`pldshuffle.adaptive.adaptive_lower_profile`, which also records its ``choices``
     at ``record``), shifted right by the options' rounding offsets where their certificate allows (see
-    :func:`_adaptive_lower`), never negative."""
+    :func:`_adaptive_lower`; the profile bounds the value of the options' own lattice losses, which the
+    shift needs), then raised to the exact pairs' floor (:func:`~pldshuffle.adaptive.value_floor`, which
+    must not be shifted), never negative."""
     values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage, progress, choices, record)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
@@ -959,7 +961,8 @@ def _strategy_values(
     shifted = values.copy()
     for k in steps[1:]:
         np.maximum(shifted[k:], values[:-k] - penalty[k], out=shifted[k:])
-    return np.maximum(shifted, 0.0)
+    floor = value_floor(options, rounds, np.arange(-hi, hi + 1) * spacing, spacing, own_losses=False)
+    return np.maximum(np.maximum(shifted, floor), 0.0)
 
 
 def _from_profile_below(target: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:

@@ -240,6 +240,7 @@ def test_bad_accountant_input(call, match):
     "kwargs, match",
     [
         ({"value_discretization_interval": 0.0}, "value_discretization_interval"),
+        ({"value_discretization_interval": 1e300}, "value_discretization_interval must be a finite number > 0 and <= 100"),
         ({"fft_backend": "cuda"}, "fft_backend"),
         ({"tail_mass": 1.5}, "tail_mass"),
     ],

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 
@@ -570,3 +571,38 @@ def test_options_whose_losses_lie_beyond_the_window(start):
     lower = adaptive_lower_profile([option], rounds, spacing, -hi, hi, [0.0], "numpy")
     assert np.all(lower <= exact + 1e-12) and np.all(exact <= upper + 1e-12)
     assert np.all(upper - lower <= 0.05)
+
+
+
+@pytest.mark.parametrize("n, eps0, rounds", [(4, 1.0, 3), (5, 0.6, 3), (3, 2.0, 2)])
+@pytest.mark.parametrize("spacing", [0.3, 1.0, 2.0])
+def test_a_coarse_lattice_brackets_the_exact_adaptive_worst_case(n, eps0, rounds, spacing):
+    """A lattice as coarse as the losses themselves: both ends bracket the exact adaptive worst case."""
+    eps = np.array([0.0, 0.25, 0.5, 1.0, 2.0])
+    bounds = ps.FourierAccountant(value_discretization_interval=spacing).compose(ps.ShuffledBinaryRR(n, eps0), rounds).get_delta_bounds(eps)
+    members = [pair_binary_rr(n, 1.0 / (math.exp(eps0) + 1.0), m) for m in range(n)]
+    for i, e in enumerate(eps):
+        exact = delta_adaptive(members, rounds, float(e))
+        assert bounds.lower[i] <= exact * (1 + 1e-12) + 1e-15 <= bounds.upper[i] * (1 + 1e-12) + 2e-15, (e, bounds.lower[i], exact, bounds.upper[i])
+
+
+_COARSE_EPS = np.array([0.0, 0.25, 0.5, 1.0])
+
+
+@functools.cache
+def _default_lattice_bounds(n: int, eps0: float) -> ps.DeltaBounds:
+    return ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), 3).get_delta_bounds(_COARSE_EPS)
+
+
+@pytest.mark.parametrize("n, eps0", [(100, 1.0), (1000, 0.3), (30, 2.0)])
+@pytest.mark.parametrize("spacing", [0.3, 1.0, 2.0])
+def test_a_coarse_lattice_lower_end_stays_below_a_fine_upper_end(n, eps0, spacing):
+    """Where the losses are small against the lattice, rounding them down makes ``E[e^{-L}]`` of an option
+    exceed 1, so the exact pairs' floor ``T^j - e^x`` does not hold for the recursion's own lattice losses:
+    shifted by the rounding offsets it had given a lower δ(0) of 0.61 for an exact 0.073 (n = 100, ε0 = 1,
+    3 rounds, Δ = 1).  Too many users for the exact recursion: each lattice's lower end must stay below
+    the other's upper end (the default lattice's is within 1e-4 of the exact worst case)."""
+    coarse = ps.FourierAccountant(value_discretization_interval=spacing).compose(ps.ShuffledBinaryRR(n, eps0), 3).get_delta_bounds(_COARSE_EPS)
+    fine = _default_lattice_bounds(n, eps0)
+    assert np.all(coarse.lower <= fine.upper * (1 + 1e-12) + 1e-15), (coarse.lower, fine.upper)
+    assert np.all(fine.lower <= coarse.upper * (1 + 1e-12) + 1e-15), (fine.lower, coarse.upper)

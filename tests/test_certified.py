@@ -387,6 +387,14 @@ def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds)
     assert peak < 2**24
 
 
+def test_an_absurdly_fine_lattice_is_refused_with_a_readable_estimate():
+    """Δ = 1e-300: the refusal states its estimate in scientific notation, not in 300 digits."""
+    acc = ps.FourierAccountant(value_discretization_interval=1e-300).compose(ps.ShuffledBinaryRR(100, 1.0), 3)
+    with pytest.raises(ps.certified.MemoryBudgetError, match=r"needs \d\.\d+e\+300 lattice points .* at value_discretization_interval=1e-300") as info:
+        acc.get_epsilon_bounds(1e-6)
+    assert len(str(info.value)) < 400
+
+
 def test_each_order_is_realised_at_its_own_saddle_points():
     """A pair and its mirror image (2RR datasets m = 0 and m = n - 1: the same two directions, swapped) have
     the same ε.  Near the loss cap only one order's tail matters, and frames tilted for the other order had
