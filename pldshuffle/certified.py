@@ -661,10 +661,8 @@ def check_lattice_span(points: float, budget: float, spacing: float) -> None:
     Δ = 1e-6: 7.2e6 points, ~0.65 GiB at 96 bytes a point)."""
     needed = points * LATTICE_BYTES_PER_POINT
     if needed > budget:
-        # Counts past 1e15 (Δ = 1e-300) in scientific notation rather than hundreds of digits.
-        size = f"{points:,.0f} lattice points (~{needed / 2**30:,.2f} GiB)" if points < 1e15 else f"{points:.3g} lattice points (~{needed / 2**30:.3g} GiB)"
         raise MemoryBudgetError(
-            f"one round of the ledger's pairs needs {size} at "
+            f"one round of the ledger's pairs needs {_points_and_bytes(points, needed)} at "
             f"value_discretization_interval={spacing:.3g}, above max_memory_bytes={budget:,.0f}; pass a larger "
             "value_discretization_interval or raise max_memory_bytes",
             needed,
@@ -672,11 +670,19 @@ def check_lattice_span(points: float, budget: float, spacing: float) -> None:
         )
 
 
+def _points_and_bytes(points: float, needed: float) -> str:
+    """``"N lattice points (~G GiB)"`` for a refusal; past 1e15 points (Δ = 1e-300, 2**200 rounds) in
+    scientific notation rather than in hundreds of digits."""
+    if points < 1e15:
+        return f"{points:,.0f} lattice points (~{needed / 2**30:,.2f} GiB)"
+    return f"{points:.3g} lattice points (~{needed / 2**30:.3g} GiB)"
+
+
 def _check_memory(size: int, budget: int, spacing: float, held: int) -> None:
     needed = size * WORK_BYTES_PER_POINT + held
     if needed > budget:
         raise MemoryBudgetError(
-            f"the composition needs a window of {size:,} lattice points (~{needed / 2**30:.2f} GiB) at "
+            f"the composition needs a window of {_points_and_bytes(size, needed)} at "
             f"value_discretization_interval={spacing:.3g}, above max_memory_bytes={budget:,}; pass a larger "
             "value_discretization_interval or relative_gap_target, compose fewer rounds, or raise max_memory_bytes",
             needed,

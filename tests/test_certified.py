@@ -388,10 +388,14 @@ def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds)
 
 
 def test_an_absurdly_fine_lattice_is_refused_with_a_readable_estimate():
-    """Δ = 1e-300: the refusal states its estimate in scientific notation, not in 300 digits."""
+    """Δ = 1e-300 or 2**200 rounds: the refusal states its estimate in scientific notation, not in hundreds
+    of digits."""
     acc = ps.FourierAccountant(value_discretization_interval=1e-300).compose(ps.ShuffledBinaryRR(100, 1.0), 3)
     with pytest.raises(ps.certified.MemoryBudgetError, match=r"needs \d\.\d+e\+300 lattice points .* at value_discretization_interval=1e-300") as info:
         acc.get_epsilon_bounds(1e-6)
+    assert len(str(info.value)) < 400
+    with pytest.raises(ps.certified.MemoryBudgetError, match=r"needs a window of \d\.\d+e\+\d+ lattice points") as info:
+        ps.FourierAccountant().compose(ps.ShuffledBinaryRR(50, 1.0), 2**200).get_epsilon_bounds(1e-6)
     assert len(str(info.value)) < 400
 
 
