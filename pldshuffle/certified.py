@@ -670,19 +670,26 @@ def check_lattice_span(points: float, budget: float, spacing: float) -> None:
         )
 
 
-def _points_and_bytes(points: float, needed: float) -> str:
-    """``"N lattice points (~G GiB)"`` for a refusal; past 1e15 points (Δ = 1e-300, 2**200 rounds) in
-    scientific notation rather than in hundreds of digits."""
-    if points < 1e15:
-        return f"{points:,.0f} lattice points (~{needed / 2**30:,.2f} GiB)"
-    return f"{points:.3g} lattice points (~{needed / 2**30:.3g} GiB)"
+def _points_and_bytes(points: float, needed: float, held: float = 0.0) -> str:
+    """``"N lattice points (~G GiB)"`` for a refusal, with the bytes ``held`` beside them if any; past 1e15
+    points (Δ = 1e-300, 2**200 rounds) in scientific notation rather than in hundreds of digits."""
+    count = f"{points:,.0f}" if points < 1e15 else f"{points:.3g}"
+    beside = f", {_bytes(held)} of it held by the ledger's terms" if held > 0 else ""
+    return f"{count} lattice points (~{_bytes(needed)}{beside})"
+
+
+def _bytes(size: float) -> str:
+    """``size`` in GiB, or in MiB below one GiB (a small cap's refusal would read "~0.00 GiB")."""
+    if size < 2**30:
+        return f"{size / 2**20:.1f} MiB"
+    return f"{size / 2**30:,.2f} GiB" if size < 1e15 * 2**30 else f"{size / 2**30:.3g} GiB"
 
 
 def _check_memory(size: int, budget: int, spacing: float, held: int) -> None:
     needed = size * WORK_BYTES_PER_POINT + held
     if needed > budget:
         raise MemoryBudgetError(
-            f"the composition needs a window of {_points_and_bytes(size, needed)} at "
+            f"the composition needs a window of {_points_and_bytes(size, needed, held)} at "
             f"value_discretization_interval={spacing:.3g}, above max_memory_bytes={budget:,}; pass a larger "
             "value_discretization_interval or relative_gap_target, compose fewer rounds, or raise max_memory_bytes",
             needed,
