@@ -141,7 +141,9 @@ def warn_if_slow(
     seconds = estimated_seconds(ledger, points, directions=directions, witnesses=witnesses, block_points=blocks, tail_mass=tail_mass)
     if seconds <= SLOW_SECONDS:
         return False
-    message = f"this composition is estimated to take ~{seconds:.0f} s (a rough order-of-magnitude estimate)"
+    # Past ~a day in scientific notation (2**200 rounds: hundreds of digits otherwise).
+    duration = f"{seconds:.0f}" if seconds < 1e5 else f"{seconds:.1e}"
+    message = f"this composition is estimated to take ~{duration} s (a rough order-of-magnitude estimate)"
     # Warn before reporting: the CLI prints the warning once and skips the identical stage message.
     warnings.warn(message, SlowComputationWarning, stacklevel=4)
     report(message)
