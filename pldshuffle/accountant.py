@@ -24,7 +24,7 @@ from ._build import build_ledger
 from ._estimate import warn_if_slow
 from .certified import CertifiedPLD, MemoryBudgetError
 from .fft import check_backend
-from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, reporting_to
+from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, check_mechanism, reporting_to
 from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
@@ -113,8 +113,7 @@ class FourierAccountant:
         over datasets; the default assumes the data may change between rounds).  Equal mechanisms with
         the same setting are merged (their counts add).
         """
-        if not isinstance(mechanism, ShuffleMechanism):
-            raise TypeError(f"mechanism must be a pldshuffle mechanism, got {type(mechanism).__name__}")
+        check_mechanism(mechanism)
         count = check_int("count", count, minimum=1)
         if not isinstance(same_data, (bool, np.bool_)):
             raise TypeError(f"same_data must be True or False, got {same_data!r}")

@@ -38,7 +38,7 @@ from scipy import optimize
 
 from ._validation import check_delta, check_int, check_positive_finite, check_probability
 from .accountant import FourierAccountant
-from .mechanisms.base import ShuffleMechanism
+from .mechanisms.base import ShuffleMechanism, check_mechanism
 from .results import EpsilonBounds, JsonRecord, json_safe
 
 __all__ = ["CalibrationResult", "calibrate_local_epsilon", "find_max_rounds", "find_min_users"]
@@ -153,9 +153,7 @@ class _Objective:
     def bounds(self, x: Any) -> tuple[ShuffleMechanism, EpsilonBounds]:
         if x in self.results:
             return self.results[x]
-        mechanism = self.make(x)
-        if not isinstance(mechanism, ShuffleMechanism):
-            raise TypeError(f"the mechanism factory must return a pldshuffle mechanism, got {type(mechanism).__name__}")
+        mechanism = check_mechanism(self.make(x), "the mechanism factory's result")
         count = self.rounds(x)
         result = FourierAccountant(**self.options).compose(mechanism, count).get_epsilon_bounds(self.target_delta)
         self.results[x] = mechanism, result
@@ -456,8 +454,7 @@ def find_max_rounds(
         ``parameter="rounds"``; ``value`` meets the target and ``value + 1`` (``bracket[1]``) does not.
     """
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
-    if not isinstance(mechanism, ShuffleMechanism):
-        raise TypeError(f"mechanism must be a pldshuffle mechanism, got {type(mechanism).__name__}")
+    check_mechanism(mechanism)
     max_rounds = check_int("max_rounds", max_rounds, minimum=1)
     objective = _Objective(lambda _: mechanism, lambda r: r, target_epsilon, target_delta,
                            accountant_options, progress, "rounds")

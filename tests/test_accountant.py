@@ -224,6 +224,8 @@ def test_memory_refusal_names_the_knob():
         (lambda a: a.compose(_rr(10, 1.0, "worst"), 1.5), "count"),
         (lambda a: a.compose(_rr(10, 1.0, "worst"), True), "count"),
         (lambda a: a.compose("2rr", 1), "mechanism"),
+        (lambda a: a.compose(ps.LabelledClonePair(100, 2.0, 0.2, 0.2)), r"mechanism .*LabelledClonePair is a reduction's pair.*ShuffledLDP"),
+        (lambda a: a.compose(ps.PrivacyLossPair.from_probability_mass_functions([0.6, 0.4], [0.4, 0.6])), r"PairMechanism\(pair\)"),
         (lambda a: a.compose(_rr(10, 1.0, "worst")).get_epsilon_bounds(0.0), "target_delta"),
         (lambda a: a.compose(_rr(10, 1.0, "worst")).get_epsilon_bounds(1.0), "target_delta"),
         (lambda a: a.compose(_rr(10, 1.0, "worst")).get_delta_bounds(-0.1), "target_epsilon"),

@@ -30,6 +30,7 @@ __all__ = [
     "PairFamily",
     "ShuffleMechanism",
     "build_progress",
+    "check_mechanism",
     "reporting_to",
 ]
 
@@ -225,3 +226,22 @@ class ShuffleMechanism(ABC):
         supports themselves, need no estimate.
         """
         return 0.0
+
+
+def check_mechanism(value: object, name: str = "mechanism") -> ShuffleMechanism:
+    """Return ``value`` if it is a mechanism, else raise ``TypeError`` naming ``name`` and, for a pair, how
+    to compose it."""
+    if isinstance(value, ShuffleMechanism):
+        return value
+    if isinstance(value, PrivacyLossPair):
+        hint = "; wrap a pair you have shown dominating as PairMechanism(pair)"
+    elif callable(getattr(value, "pair_bounds", None)):  # a LabelledClonePair: the constants of a reduction
+        hint = ("; a LabelledClonePair is a reduction's pair, not a mechanism: compose ShuffledLDP(num_users, "
+                "local_epsilon, reduction=...) or ShuffledLDP(num_users, randomizer=...), or "
+                "PairMechanism(pair.pair_bounds()[1]) for its upper pair")
+    else:
+        hint = ""
+    raise TypeError(
+        f"{name} must be a pldshuffle mechanism (ShuffledBinaryRR, ShuffledKRR, ShuffledLDP or PairMechanism), "
+        f"got {type(value).__name__}{hint}"
+    )
