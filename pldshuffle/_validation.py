@@ -87,7 +87,7 @@ def check_local_epsilon(value: object, name: str = "local_epsilon") -> float:
     if not (0.0 < x <= MAX_LOCAL_EPSILON):
         raise ValueError(
             f"{name} must lie in (0, {MAX_LOCAL_EPSILON:g}], got {value!r} (beyond it the randomizer reveals its "
-            f"input and e^{name} is not representable in double precision)"
+            "input and e^ε0 is not representable in double precision)"
         )
     return x
 
