@@ -594,7 +594,7 @@ def _default_lattice_bounds(n: int, eps0: float) -> ps.DeltaBounds:
     return ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), 3).get_delta_bounds(_COARSE_EPS)
 
 
-@pytest.mark.parametrize("n, eps0", [(100, 1.0), (1000, 0.3), (30, 2.0)])
+@pytest.mark.parametrize("n, eps0", [(100, 1.0), (1000, 0.3)])
 @pytest.mark.parametrize("spacing", [0.3, 1.0, 2.0])
 def test_a_coarse_lattice_lower_end_stays_below_a_fine_upper_end(n, eps0, spacing):
     """Where the losses are small against the lattice, rounding them down makes ``E[e^{-L}]`` of an option
