@@ -225,9 +225,9 @@ def adaptive_lower_profile(
     bounds on what that choice achieves, by induction).  Masses at ``+∞`` are left out (they only add).
     Outside the window ``V_j ≥ 0`` on the right and, on the left and as a floor everywhere, ``V_j`` is at
     least :func:`value_floor` of the options' own losses.  The values are bounds for those lattice losses
-    (not only for the exact ones above them), so a caller may shift them by the rounding offsets.  The FFT part is bounded as in
-    :func:`adaptive_profile`, subtracted instead of added, with every rounding taken downward.  ``usage``
-    (one entry per option), if given, counts as in :func:`adaptive_profile` the points and rounds at which
+    (not only for the exact ones above them), so a caller may shift them by the rounding offsets.  The FFT
+    part is bounded as in :func:`adaptive_profile`, subtracted instead of added, with every rounding taken
+    downward.  ``usage`` (one entry per option), if given, counts as in :func:`adaptive_profile` the points and rounds at which
     each option is the strategy's choice, and ``progress`` hears of each round done, as in
     :func:`adaptive_profile`.  ``choices`` (shape ``(rounds, record.size)``), if given, receives in row
     ``j - 1`` the strategy's choice with ``j`` rounds left at the window positions ``record`` (-1 where no
@@ -309,8 +309,11 @@ def value_floor(
     if own_losses and rounds:
         log_weight = max(_log_exp_moment(o, spacing) for o in options)
         exponent = rounds * log_weight + 4.0 * _U * rounds * (abs(log_weight) + 1.0) if math.isfinite(log_weight) else log_weight
-    with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
-        grown = np.exp(x + exponent) * (1.0 + 4.0 * _U + 2.0 * _U * (np.abs(x) + abs(exponent)))
+    if exponent == -math.inf:  # no option has a finite loss: T = 0 and nothing to subtract
+        grown = np.zeros(np.shape(x))
+    else:
+        with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
+            grown = np.exp(x + exponent) * (1.0 + 4.0 * _U + 2.0 * _U * (np.abs(x) + abs(exponent)))
     floor: NDArray[np.float64] = smallest**rounds * (1.0 - 4.0 * _U * (rounds + 1)) - grown
     return floor
 
