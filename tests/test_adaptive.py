@@ -13,8 +13,8 @@ import pytest
 
 import pldshuffle as ps
 import pldshuffle.dominating as dominating
-from pldshuffle.adaptive import adaptive_profile
-from pldshuffle.lattice import upper_direction
+from pldshuffle.adaptive import adaptive_profile, value_floor
+from pldshuffle.lattice import LatticeDirection, upper_direction
 
 from reference import delta_adaptive, delta_ledger_adaptive, pair_binary_rr
 
@@ -606,3 +606,27 @@ def test_a_coarse_lattice_lower_end_stays_below_a_fine_upper_end(n, eps0, spacin
     fine = _default_lattice_bounds(n, eps0)
     assert np.all(coarse.lower <= fine.upper * (1 + 1e-12) + 1e-15), (coarse.lower, fine.upper)
     assert np.all(fine.lower <= coarse.upper * (1 + 1e-12) + 1e-15), (fine.lower, coarse.upper)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_floor_of_the_options_own_losses_holds_for_them(seed):
+    """``value_floor(own_losses=True)`` is below the value of every option played every round, computed by
+    direct convolution of its lattice losses (whose ``E[e^{-L}]`` may exceed 1); options without a finite
+    loss give a floor of at most 0, never NaN."""
+    rng = np.random.default_rng(seed)
+    spacing = float(rng.uniform(0.05, 1.5))
+    options = [LatticeDirection(int(rng.integers(-6, 3)), rng.dirichlet(np.ones(int(rng.integers(1, 5)))) * rng.uniform(0.5, 1.0), 0.0)
+               for _ in range(3)]
+    x = np.arange(-12, 13) * spacing
+    for rounds in (1, 2, 3):
+        floor = value_floor(options, rounds, x, spacing, own_losses=True)
+        for o in options:
+            masses = o.masses
+            for _ in range(rounds - 1):
+                masses = np.convolve(masses, o.masses)
+            losses = (rounds * o.start + np.arange(masses.size)) * spacing
+            value = np.array([np.sum(masses * np.maximum(-np.expm1(e - losses), 0.0)) for e in x])
+            assert np.all(floor <= value + 1e-15), (rounds, floor - value)
+    empty = [LatticeDirection(0, np.zeros(2), 1.0)]
+    for own in (True, False):
+        assert np.all(value_floor(empty, 2, x, spacing, own_losses=own) <= 0.0)
