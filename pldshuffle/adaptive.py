@@ -241,13 +241,14 @@ def adaptive_lower_profile(
     own = _own_profiles(options, lo, hi, spacing, -1.0)
     frames = [(theta, _kernels(options, theta, size, spacing, backend, upper=False)) for theta in win.thetas(tilts)]
     x_left = win.x_ext[:left]
+    floor_at = value_floor(options, spacing, own_losses=True)
     for j in range(1, rounds + 1):
         rest = (value - base) - 2.0 * _U * np.abs(value)  # ≤ V - (1 - e^x)_+
         ext = np.zeros(size)
         ext[left : left + rest.size] = rest
         # V_{j-1} - (1 - e^x) there: at least the floor less 1 - e^x, and at least e^x - 1 (V ≥ 0).
         gone = np.expm1(x_left) * (1.0 + 4.0 * _U)
-        floor = value_floor(options, j - 1, x_left, spacing, own_losses=True)
+        floor = floor_at(j - 1, x_left)
         ext[:left] = np.maximum(floor + gone - 2.0 * _U * (np.abs(floor) + 1.0), gone)
         best = np.full(x.size, -np.inf)
         chosen = np.full(x.size if usage is not None or choices is not None else 0, -1, dtype=np.int64)
@@ -277,7 +278,7 @@ def adaptive_lower_profile(
                 raised = frame_best > best
                 chosen[raised] = frame_chosen[raised]
             np.maximum(best, frame_best, out=best)
-        floor = value_floor(options, j, x, spacing, own_losses=True)
+        floor = floor_at(j, x)
         if usage is not None:
             counted = chosen[(best >= floor) & (best > _USAGE_FLOOR)]
             usage += np.bincount(counted[counted >= 0], minlength=usage.size)[: usage.size]
@@ -291,30 +292,36 @@ def adaptive_lower_profile(
 
 
 def value_floor(
-    options: Sequence[LatticeDirection], rounds: int, x: NDArray[np.float64], spacing: float, *, own_losses: bool
-) -> NDArray[np.float64]:
-    """A lower bound ``T^j - e^x·W^j`` at the budgets ``x`` on the value, ``j = rounds`` rounds left, of every
-    strategy over ``options`` (``V_j(x) ≥ E[1 - e^{x - ΣL}]`` over the finite losses): ``T`` the smallest
-    finite mass of an option and ``W`` the largest ``E[e^{-L}]`` over its finite losses.
+    options: Sequence[LatticeDirection], spacing: float, *, own_losses: bool
+) -> Callable[[int, NDArray[np.float64]], NDArray[np.float64]]:
+    """The function ``(j, x) -> T^j - e^x·W^j``: a lower bound at the budgets ``x`` on the value, ``j``
+    rounds left, of every strategy over ``options`` (``V_j(x) ≥ E[1 - e^{x - ΣL}]`` over the finite losses),
+    ``T`` the smallest finite mass of an option and ``W`` the largest ``E[e^{-L}]`` over its finite losses
+    (both computed once, here).
 
     ``own_losses=False`` bounds the value of the exact pairs the options stand for: their ``W`` is at most 1
     (``E_P[e^{-L}]`` is a Q-mass).  ``own_losses=True`` bounds the value of the options' own lattice losses,
     which lie up to a step below the exact ones, so that ``W`` may reach ``e^Δ``: that is the floor a
     recursion on those losses may use when its values are later shifted by the rounding offsets (the exact
     pairs' floor, shifted, can exceed the exact value: 2RR n = 100, ε0 = 1, 3 rounds on a lattice of 1 gave a
-    lower δ(0) of 0.61 for an exact 0.073).  ``-inf`` where ``e^x·W^j`` overflows.  O(options' support + x.size).
+    lower δ(0) of 0.61 for an exact 0.073).  ``-inf`` where ``e^x·W^j`` overflows.  O(options' support) here,
+    O(x.size) per call.
     """
     smallest = min(float(o.masses.sum()) for o in options) * (1.0 - _U * (max(o.masses.size for o in options) + 4))
-    exponent = 0.0
-    if own_losses and rounds:
-        log_weight = max(_log_exp_moment(o, spacing) for o in options)
-        exponent = rounds * log_weight + 4.0 * _U * rounds * (abs(log_weight) + 1.0) if math.isfinite(log_weight) else log_weight
-    if exponent == -math.inf:  # no option has a finite loss: T = 0 and nothing to subtract
-        grown = np.zeros(np.shape(x))
-    else:
-        with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
-            grown = np.exp(x + exponent) * (1.0 + 4.0 * _U + 2.0 * _U * (np.abs(x) + abs(exponent)))
-    floor: NDArray[np.float64] = smallest**rounds * (1.0 - 4.0 * _U * (rounds + 1)) - grown
+    log_weight = max(_log_exp_moment(o, spacing) for o in options) if own_losses else 0.0
+
+    def floor(rounds: int, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        exponent = 0.0
+        if own_losses and rounds:
+            exponent = rounds * log_weight + 4.0 * _U * rounds * (abs(log_weight) + 1.0) if math.isfinite(log_weight) else log_weight
+        if exponent == -math.inf:  # no option has a finite loss: T = 0 and nothing to subtract
+            grown = np.zeros(np.shape(x))
+        else:
+            with np.errstate(over="ignore"):  # e^x = inf past x ≈ 709: the floor is then -inf, i.e. unused
+                grown = np.exp(x + exponent) * (1.0 + 4.0 * _U + 2.0 * _U * (np.abs(x) + abs(exponent)))
+        result: NDArray[np.float64] = smallest**rounds * (1.0 - 4.0 * _U * (rounds + 1)) - grown
+        return result
+
     return floor
 
 

@@ -961,7 +961,7 @@ def _strategy_values(
     shifted = values.copy()
     for k in steps[1:]:
         np.maximum(shifted[k:], values[:-k] - penalty[k], out=shifted[k:])
-    floor = value_floor(options, rounds, np.arange(-hi, hi + 1) * spacing, spacing, own_losses=False)
+    floor = value_floor(options, spacing, own_losses=False)(rounds, np.arange(-hi, hi + 1) * spacing)
     return np.maximum(np.maximum(shifted, floor), 0.0)
 
 

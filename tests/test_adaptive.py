@@ -619,7 +619,7 @@ def test_the_floor_of_the_options_own_losses_holds_for_them(seed):
                for _ in range(3)]
     x = np.arange(-12, 13) * spacing
     for rounds in (1, 2, 3):
-        floor = value_floor(options, rounds, x, spacing, own_losses=True)
+        floor = value_floor(options, spacing, own_losses=True)(rounds, x)
         for o in options:
             masses = o.masses
             for _ in range(rounds - 1):
@@ -629,4 +629,4 @@ def test_the_floor_of_the_options_own_losses_holds_for_them(seed):
             assert np.all(floor <= value + 1e-15), (rounds, floor - value)
     empty = [LatticeDirection(0, np.zeros(2), 1.0)]
     for own in (True, False):
-        assert np.all(value_floor(empty, 2, x, spacing, own_losses=own) <= 0.0)
+        assert np.all(value_floor(empty, spacing, own_losses=own)(2, x) <= 0.0)
