@@ -233,9 +233,11 @@ def check_mechanism(value: object, name: str = "mechanism") -> ShuffleMechanism:
     to compose it."""
     if isinstance(value, ShuffleMechanism):
         return value
+    from .labelled_clones import LabelledClonePair  # on the error path only (it imports the clone kernels)
+
     if isinstance(value, PrivacyLossPair):
         hint = "; wrap a pair you have shown dominating as PairMechanism(pair)"
-    elif callable(getattr(value, "pair_bounds", None)):  # a LabelledClonePair: the constants of a reduction
+    elif isinstance(value, LabelledClonePair):
         hint = ("; a LabelledClonePair is a reduction's pair, not a mechanism: compose ShuffledLDP(num_users, "
                 "local_epsilon, reduction=...) or ShuffledLDP(num_users, randomizer=...), or "
                 "PairMechanism(pair.pair_bounds()[1]) for its upper pair")
