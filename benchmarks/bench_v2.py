@@ -79,6 +79,9 @@ _CASES = [
      (1e-6,), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 1024}),
     ("krr_strong_1e5_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledKRR(1000, 4, gamma=0.25, adversary='strong'), 100000)",
      (1e-6,), {"n": 1000, "k": 4, "gamma": 0.25, "rounds": 100000}),
+    # The spec's clone targets: 1 round ≤ 0.5 s and 64 rounds ≤ 2 s, the first call in a fresh process included.
+    ("clones_fmt20_1e6_1_round", "acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**6, 4.0, reduction='fmt20'))",
+     (1e-6,), {"n": 10**6, "local_epsilon": 4.0, "rounds": 1}),
     ("clones_fmt20_1e6_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledLDP(10**6, 4.0, reduction='fmt20'), 64)",
      (1e-6, 1e-12), {"n": 10**6, "local_epsilon": 4.0, "rounds": 64}),
     ("2rr_worst_1e4_64_rounds", "acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**4, 2.0), 64)",
