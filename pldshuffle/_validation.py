@@ -22,6 +22,7 @@ __all__ = [
     "check_epsilons",
     "check_int",
     "check_local_epsilon",
+    "check_num_users",
     "check_positive_finite",
     "check_probability",
     "check_real",
@@ -61,6 +62,24 @@ def check_int(name: str, value: object, minimum: int = 1, maximum: int | None = 
         upper = "" if maximum is None else f" and <= {maximum}"
         raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value!r}")
     return ivalue
+
+
+def check_num_users(value: object) -> int:
+    """Return the number of users of a shuffled mechanism as an int in ``[2, MAX_COUNT]``.
+
+    Beyond ``MAX_COUNT = 2**53`` counts are no longer exact in double precision; the refusal says how to
+    shrink the request, since a guarantee for fewer users also holds for more (the extra users' reports
+    are a post-processing the adversary can simulate).
+    """
+    n = check_int("num_users", value, minimum=2)
+    if n > MAX_COUNT:
+        raise ValueError(
+            f"num_users must be an integer >= 2 and <= {MAX_COUNT}, got {value!r}: counts beyond 2**53 are not exact in "
+            "double precision, and far below it a mechanism's pairs already outgrow any machine's memory; use fewer "
+            "users (a bound for fewer users also holds for more, by post-processing) or an analytic bound from "
+            "pldshuffle.bounds"
+        )
+    return n
 
 
 def check_positive_finite(name: str, value: object, maximum: float = math.inf) -> float:

@@ -12,7 +12,7 @@ import math
 
 from . import _clone_layout as _ck
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, STREAM_GRID_BINS
-from .._validation import MAX_COUNT, MAX_LOCAL_EPSILON, check_choice, check_int, check_positive_finite, check_probability
+from .._validation import MAX_LOCAL_EPSILON, check_choice, check_int, check_num_users, check_positive_finite, check_probability
 from ..pld import PrivacyLossPair
 from .base import DEFAULT_TAIL_MASS
 
@@ -20,7 +20,7 @@ __all__ = ["clone_pair", "clone_pair_bounds", "clone_support_size"]
 
 
 def _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant) -> tuple[int, float, float, float, str]:
-    n = check_int("num_users", num_users, minimum=2, maximum=MAX_COUNT)
+    n = check_num_users(num_users)
     eps0 = check_positive_finite("local_epsilon", local_epsilon)
     if eps0 > MAX_LOCAL_EPSILON:
         raise ValueError(f"local_epsilon must be <= {MAX_LOCAL_EPSILON:g} (e^local_epsilon must not overflow), got {local_epsilon!r}")

@@ -21,7 +21,7 @@ from weakref import WeakValueDictionary
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import MAX_COUNT, check_choice, check_int, check_local_epsilon
+from .._validation import check_choice, check_int, check_local_epsilon, check_num_users
 from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair
 from .._kernels import UNIT_ROUNDOFF as _U, binomial_walk, rr_pair_from_noise, two_binomial_pmf, window_dot_error
 from ._binomial import binomial_pmf, two_binomial_tails
@@ -103,7 +103,7 @@ class ShuffledBinaryRR(ShuffleMechanism):
     dataset: str = "worst"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
+        object.__setattr__(self, "num_users", check_num_users(self.num_users))
         object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
         check_choice("dataset", self.dataset, ("worst", "khh21"))
         p = self.flip_probability

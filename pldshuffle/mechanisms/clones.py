@@ -63,7 +63,7 @@ import warnings
 from dataclasses import dataclass
 
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
-from .._validation import MAX_COUNT, MAX_LOCAL_EPSILON, check_choice, check_int, check_real, check_size
+from .._validation import MAX_LOCAL_EPSILON, check_choice, check_num_users, check_real, check_size
 from ..randomizers.base import Randomizer
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
@@ -179,7 +179,7 @@ class ShuffledLDP(ShuffleMechanism):
     randomizer: Randomizer | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
+        object.__setattr__(self, "num_users", check_num_users(self.num_users))
         if self.randomizer is not None and not isinstance(self.randomizer, Randomizer):
             raise TypeError(
                 f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}"

@@ -74,7 +74,7 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import MAX_COUNT, check_choice, check_int, check_positive_finite, check_probability, check_size
+from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size
 from ..pld import PrivacyLossPair
 from ._krr_support import (
     ESTIMATE_LIMIT,
@@ -198,7 +198,7 @@ class ShuffledKRR(ShuffleMechanism):
     adversary: str = "weak"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
+        object.__setattr__(self, "num_users", check_num_users(self.num_users))
         object.__setattr__(self, "domain_size", check_int("domain_size", self.domain_size, minimum=2))
         if (self.gamma is None) == (self.local_epsilon is None):
             given = "both" if self.gamma is not None else "neither"

@@ -61,7 +61,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _clone_layout as _ck
-from .._validation import MAX_COUNT, check_int, check_probability, check_real
+from .._validation import check_int, check_num_users, check_probability, check_real
 from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf
 from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
@@ -110,7 +110,7 @@ class LabelledClonePair:
     residual: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_users", check_int("num_users", self.num_users, minimum=2, maximum=MAX_COUNT))
+        object.__setattr__(self, "num_users", check_num_users(self.num_users))
         p = check_real("ratio", self.ratio)
         if not (p > 1.0 and (p <= MAX_RATIO or p == math.inf)):
             raise ValueError(f"ratio must be > 1 and either <= e^500 or exactly inf, got {self.ratio!r}")
