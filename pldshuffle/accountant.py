@@ -22,9 +22,10 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import MAX_SPACING, check_delta, check_epsilons, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
+from ._reporting import reporting_to
 from .certified import CertifiedPLD, MemoryBudgetError
 from .fft import check_backend
-from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, check_mechanism, reporting_to
+from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, check_mechanism
 from .spacing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
@@ -209,7 +210,9 @@ class FourierAccountant:
         """Certified bracket on δ at ``target_epsilon`` (a float or an array of floats ≥ 0; ``inf`` gives
         the bracket on the composed mass at +∞, below which every ε is ∞)."""
         eps = check_epsilons(target_epsilon, allow_inf=True)
-        lower, upper = self.certified_pld().delta_bounds(eps.ravel())
+        pld = self.certified_pld()
+        with reporting_to(self.progress):  # a single round's query may refine its cover for seconds
+            lower, upper = pld.delta_bounds(eps.ravel())
         guarantee, caveats, diag = self._labels()
         if eps.ndim == 0:
             return DeltaBounds(float(lower[0]), float(upper[0]), float(eps), guarantee, caveats, diag)
@@ -218,7 +221,9 @@ class FourierAccountant:
     def get_epsilon_bounds(self, target_delta: float) -> EpsilonBounds:
         """Certified bracket on the smallest ε with δ(ε) ≤ ``target_delta``."""
         delta = check_delta(target_delta)
-        lower, upper = self.certified_pld().epsilon_bounds(delta)
+        pld = self.certified_pld()
+        with reporting_to(self.progress):  # a single round's query may refine its cover for seconds
+            lower, upper = pld.epsilon_bounds(delta)
         guarantee, caveats, diag = self._labels()
         return EpsilonBounds(lower, upper, delta, guarantee, caveats, diag)
 
@@ -227,7 +232,9 @@ class FourierAccountant:
         deltas = [check_delta(d) for d in np.atleast_1d(np.asarray(target_deltas, dtype=object)).ravel()]
         if not deltas:
             raise ValueError("target_deltas must hold at least one value in (0, 1)")
-        pairs = [self.certified_pld().epsilon_bounds(d) for d in deltas]
+        pld = self.certified_pld()
+        with reporting_to(self.progress):
+            pairs = [pld.epsilon_bounds(d) for d in deltas]
         return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
 
     def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

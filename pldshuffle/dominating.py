@@ -37,11 +37,12 @@ from numpy.typing import NDArray
 
 from ._estimate import SLOW_SECONDS
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
+from ._reporting import REPORT_SECONDS, build_progress, throttled_reporter
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size, strategy_measure, value_floor
 from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts, tail_score
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
 from .lattice import LatticeDirection, Term, lower_direction, profile_at, rounding_penalty, upper_direction
-from .mechanisms.base import REPORT_SECONDS, Cell, PairFamily, build_progress
+from .mechanisms.base import Cell, PairFamily
 from .pld import MASS_RTOL, LargestUpperProfile, PrivacyLossPair
 from .results import SlowComputationWarning
 from .spacing import SHORT_LEDGER, relative_target
@@ -1221,14 +1222,16 @@ class QueryRefinement:
         """The largest truncated mass of a kept pair: upper bounds carry it, so no split removes it."""
         return max((d.truncated_mass for p in self.upper_pairs for d in p.directions), default=0.0)
 
-    def refine(self, epsilon: float, threshold: float) -> int:
+    def refine(self, epsilon: float, threshold: float, say: Callable[[str | Callable[[], str]], None] | None = None) -> int:
         """Split the cells whose upper δ at ``epsilon`` exceeds ``threshold``, largest first, until none does
         (or only single datasets do) or the budget is spent; returns the number of splits.  Nothing is split
-        for a threshold below twice the booked truncated mass (no split could reach it)."""
+        for a threshold below twice the booked truncated mass (no split could reach it).  ``say`` (a
+        :func:`~pldshuffle._reporting.throttled_reporter`) hears of the splits."""
         if threshold <= 2.0 * self.booked:
             return 0
         eps = np.array([float(epsilon)])
         splits = 0
+        say = say if say is not None else throttled_reporter()
 
         def upper_of(cell: Cell) -> float:
             return max(float(p.delta_upper(eps)[0]) for p in _uppers(cell))
@@ -1249,6 +1252,7 @@ class QueryRefinement:
             self._cells[index : index + 1] = list(children)
             values[index : index + 1] = [upper_of(c) for c in children]
             splits += 1
+            say(lambda: f"one round on exact pairs: refining the cover of datasets at ε = {epsilon:.4g} ({splits} splits, {len(self._cells)} cells)")
         # The realisable end reads the largest datasets: those of the cells now largest at ε, at most
         # _KEPT_MEMBERS of them (revealing every split's datasets doubled the pairs built and held a third
         # of a refined cover).  Counted by pair: an enumerated cell holds several.

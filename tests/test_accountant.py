@@ -295,15 +295,35 @@ def test_binary_rr_changing_data_covers_the_adaptive_worst_case(n, eps0, rounds)
     assert max(caught) > 0.5 * max(gains)
 
 
+def test_a_single_rounds_query_reports_while_it_refines(monkeypatch):
+    """One round of a worst case is answered on exact pairs, refining the cover at the queried point: at
+    10^7 users that takes seconds per query, so it reports too (and only through the accountant's callback,
+    in the same stages the build uses)."""
+    from pldshuffle import _reporting
+
+    monkeypatch.setattr(_reporting, "REPORT_SECONDS", 0.0)
+    messages: list[str] = []
+    acc = ps.FourierAccountant(progress=messages.append).compose(ps.ShuffledBinaryRR(10**5, 4.0))
+    acc.certified_pld()
+    built = len(messages)
+    b = acc.get_epsilon_bounds(1e-3)
+    queried = messages[built:]
+    assert any(m.startswith("one round on exact pairs: refining the cover of datasets at ε = ") for m in queried)
+    assert any(m.startswith("one round on exact pairs: bisection for ε over ") for m in queried)
+    assert 0.0 < b.lower <= b.upper
+    silent = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(10**5, 4.0))  # no callback: nothing anywhere
+    assert silent.get_epsilon_bounds(1e-3).upper == pytest.approx(b.upper, rel=1e-12)
+    assert len(messages) == built + len(queried)
+
+
 def test_progress_announces_each_stage_before_its_work(monkeypatch):
     """A family is announced before it is built (kRR weak at 1e6 users takes ~12 s to build), and a branch
     and bound over datasets and the adaptive recursions (upper and lower end, seconds each for few users)
     report while they run (every REPORT_SECONDS)."""
-    from pldshuffle import dominating
-    from pldshuffle.mechanisms import base
+    from pldshuffle import _reporting, dominating
 
     monkeypatch.setattr(dominating, "REPORT_SECONDS", 0.0)
-    monkeypatch.setattr(base, "REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(_reporting, "REPORT_SECONDS", 0.0)
     messages: list[str] = []
     mechanism = _rr(300, 1.0, "worst")
     real = type(mechanism).pair_family

@@ -230,13 +230,14 @@ def test_streamed_pairs_keep_mass_and_moment(n, eps0, variant, pc):
 def test_streaming_in_pieces_reports_progress_and_changes_nothing(variant, monkeypatch):
     """Long streams run in pieces of blocks with a progress report between them; the cells are the same
     sums in another order."""
-    from pldshuffle.mechanisms import _lattice, base
+    from pldshuffle import _reporting
+    from pldshuffle.mechanisms import _lattice
 
     whole = clone_pair_bounds(3000, 1.0, fmt20(1.0), variant=variant, max_exact_support=0, bins=1024)
-    monkeypatch.setattr(base, "REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(_reporting, "REPORT_SECONDS", 0.0)
     monkeypatch.setattr(_lattice, "PIECE_POINTS", 20_000)
     messages: list[str] = []
-    with base.reporting_to(messages.append):
+    with _reporting.reporting_to(messages.append):
         pieced = clone_pair_bounds(3000, 1.0, fmt20(1.0), variant=variant, max_exact_support=0, bins=1024)
     streaming = [m for m in messages if m.startswith("streaming ") and "outcomes onto the loss lattice" in m]
     assert len(streaming) >= 3 and streaming[-1].endswith(": 100 %")

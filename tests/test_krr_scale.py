@@ -295,15 +295,16 @@ def test_merged_supports_are_limited_by_their_cells_and_merged_points(monkeypatc
 
 def test_long_builds_report_progress(monkeypatch):
     """The chunked layout and the streaming (in pieces) report through the accountant's callback."""
-    from pldshuffle.mechanisms import _lattice, base
+    from pldshuffle import _reporting
+    from pldshuffle.mechanisms import _lattice
 
-    monkeypatch.setattr(base, "REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(_reporting, "REPORT_SECONDS", 0.0)
     monkeypatch.setattr(_lattice, "PIECE_POINTS", 10_000)
     monkeypatch.setattr(krr_support, "MERGE_TOLERANCE", 0.1)
     monkeypatch.setattr(krr_support, "_CHUNK_PAIRS", 700)
     messages: list[str] = []
     mechanism = ShuffledKRR(300, 4, gamma=0.25, adversary="weak")
-    with base.reporting_to(messages.append):
+    with _reporting.reporting_to(messages.append):
         pieced = streamed_family(mechanism, monkeypatch, bins=4096)
     assert any(m.startswith("laying out ") and "cells (u, c)" in m for m in messages)
     streaming = [m for m in messages if m.startswith("streaming ")]

@@ -19,7 +19,7 @@ from .._kernels import UNIT_ROUNDOFF as _U, binomial_log_rows, fill_tilted_point
 from ..pld import MASS_RTOL, LossDistribution, log_ratio_error
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
 from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
-from .base import build_progress
+from .._reporting import build_progress
 
 __all__ = [
     "ESTIMATE_LIMIT",

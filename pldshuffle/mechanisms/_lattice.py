@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U
 from ..pld import LossDistribution
-from .base import build_progress
+from .._reporting import build_progress
 
 __all__ = ["PIECE_POINTS", "lattice_distributions", "lattice_window", "pieces", "stream_in_pieces"]
 
@@ -68,7 +68,7 @@ def stream_in_pieces(
     stream: Callable[[int, int], tuple],
 ) -> tuple[list[NDArray[np.float64]], float]:
     """Run a streaming kernel over :func:`pieces` of its entries (entry ``i`` holding ``widths[i]`` points)
-    and add up what it returns, reporting ``what: 42 %`` between pieces (:func:`~.base.build_progress`).
+    and add up what it returns, reporting ``what: 42 %`` between pieces (:func:`~pldshuffle._reporting.build_progress`).
 
     ``stream(first, stop)`` streams entries ``first .. stop-1`` and returns ``cells`` accumulators of
     ``size`` lattice cells, the mass at ``+inf`` and the number of finite points off the lattice.  Returns

@@ -12,26 +12,24 @@ dominating pair in ``upper`` and specific dataset pairs (lower bounds) in ``lowe
 from __future__ import annotations
 
 import math
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
+from .._reporting import build_progress, reporting_to, throttled_reporter  # what a pair_family reports progress with
 from ..pld import PrivacyLossPair
 
 __all__ = [
     "DEFAULT_TAIL_MASS",
     "LEDGER_TAIL_BUDGET",
-    "REPORT_SECONDS",
     "Cell",
     "PairFamily",
     "ShuffleMechanism",
     "build_progress",
     "check_mechanism",
     "reporting_to",
+    "throttled_reporter",
 ]
 
 #: Default probability mass a mechanism may drop per truncated coordinate (booked at +inf for upper bounds).
@@ -39,37 +37,6 @@ DEFAULT_TAIL_MASS = 1e-18
 #: Truncated mass a whole ledger may book at +inf by default (the accountant divides it among the rounds):
 #: 1 % of δ = 1e-15, so the booked mass never decides ε at the smallest δ users state.
 LEDGER_TAIL_BUDGET = 1e-17
-#: Seconds between progress messages of a long computation (pair-family builds, branch and bound).
-REPORT_SECONDS = 2.0
-
-_REPORT: ContextVar[Callable[[str], None] | None] = ContextVar("pldshuffle_build_report", default=None)
-
-
-@contextmanager
-def reporting_to(report: Callable[[str], None] | None) -> Iterator[None]:
-    """Within the block, long pair-family builds report their progress to ``report`` (the accountant
-    wraps :meth:`ShuffleMechanism.pair_family` in it; ``None`` silences them)."""
-    token = _REPORT.set(report)
-    try:
-        yield
-    finally:
-        _REPORT.reset(token)
-
-
-def build_progress(what: str, report: Callable[[str], None] | None = None) -> Callable[[float], None]:
-    """A ``tick(fraction_done)`` for one long step (a pair-family build, an adaptive recursion): reports
-    ``"what: 42 %"`` to ``report``, or else to the reporter of :func:`reporting_to`, at most every
-    :data:`REPORT_SECONDS` (nothing without one)."""
-    report = report if report is not None else _REPORT.get()
-    last = time.monotonic()
-
-    def tick(fraction: float) -> None:
-        nonlocal last
-        if report is not None and time.monotonic() - last >= REPORT_SECONDS:
-            last = time.monotonic()
-            report(f"{what}: {100.0 * fraction:.0f} %")
-
-    return tick
 
 
 class Cell:
