@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ._reporting import reporting_to
 from .certified import CertifiedPLD, MemoryBudgetError, check_lattice_span
 from .dominating import MAX_WITNESSES, family_term
 from .fft import release_plans
@@ -184,7 +185,8 @@ def _build(
     # cached: drop their FFT plans and hand their freed heap back first.
     release_plans()
     _return_freed_memory()
-    pld.realize()
+    with reporting_to(report):  # its windows report (seconds each for long ledgers)
+        pld.realize()
     return pld
 
 

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import MAX_SPACING, check_delta, check_epsilons, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
-from ._reporting import reporting_to
+from ._reporting import ProgressChannel, reporting_to
 from .certified import CertifiedPLD, MemoryBudgetError
 from .fft import check_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, check_mechanism
@@ -102,6 +102,7 @@ class FourierAccountant:
         if progress is not None and not callable(progress):
             raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
         self.progress = progress
+        self._progress_channel: ProgressChannel | None = None
         self._ledger: dict[tuple[ShuffleMechanism, bool], int] = {}
         self._families: dict[tuple[ShuffleMechanism, float], PairFamily] = {}
         self._pld: CertifiedPLD | None = None
@@ -147,13 +148,23 @@ class FourierAccountant:
             self._families = {k: v for k, v in self._families.items() if k[1] == key[1]}
             # Reported before the work: some families take seconds (kRR weak at 1e6 users: ~12 s).
             self._report(f"building the neighbouring pairs of {mechanism.describe()}")
-            with reporting_to(self.progress):
+            with reporting_to(self._channel):
                 self._families[key] = mechanism.pair_family(tail_mass=key[1])
         return self._families[key]
 
+    @property
+    def _channel(self) -> ProgressChannel | None:
+        """``progress`` with the time of its last message, shared by every stage and step of this
+        accountant (so a step that starts after seconds of other work reports at its first tick)."""
+        if self.progress is None:
+            return None
+        if self._progress_channel is None or self._progress_channel.callback is not self.progress:
+            self._progress_channel = ProgressChannel(self.progress)
+        return self._progress_channel
+
     def _report(self, message: str) -> None:
-        if self.progress is not None:
-            self.progress(message)
+        if (channel := self._channel) is not None:
+            channel(message)
 
     # ------------------------------------------------------------------ the composed object
     def certified_pld(self) -> CertifiedPLD:
@@ -174,7 +185,7 @@ class FourierAccountant:
                              tail_mass=self.ledger_tail_mass, max_memory_bytes=self.max_memory_bytes)
             options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
             self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
-                                     tolerance=self.relative_gap_target or 1e-3, options=options, report=self._report, target=target)
+                                     tolerance=self.relative_gap_target or 1e-3, options=options, report=self._channel or self._report, target=target)
         return self._pld
 
     def _check_family_memory(self) -> None:
@@ -211,7 +222,7 @@ class FourierAccountant:
         the bracket on the composed mass at +∞, below which every ε is ∞)."""
         eps = check_epsilons(target_epsilon, allow_inf=True)
         pld = self.certified_pld()
-        with reporting_to(self.progress):  # a single round's query may refine its cover for seconds
+        with reporting_to(self._channel):  # a single round's query may refine its cover for seconds
             lower, upper = pld.delta_bounds(eps.ravel())
         guarantee, caveats, diag = self._labels()
         if eps.ndim == 0:
@@ -222,7 +233,7 @@ class FourierAccountant:
         """Certified bracket on the smallest ε with δ(ε) ≤ ``target_delta``."""
         delta = check_delta(target_delta)
         pld = self.certified_pld()
-        with reporting_to(self.progress):  # a single round's query may refine its cover for seconds
+        with reporting_to(self._channel):  # a single round's query may refine its cover for seconds
             lower, upper = pld.epsilon_bounds(delta)
         guarantee, caveats, diag = self._labels()
         return EpsilonBounds(lower, upper, delta, guarantee, caveats, diag)
@@ -233,7 +244,7 @@ class FourierAccountant:
         if not deltas:
             raise ValueError("target_deltas must hold at least one value in (0, 1)")
         pld = self.certified_pld()
-        with reporting_to(self.progress):
+        with reporting_to(self._channel):
             pairs = [pld.epsilon_bounds(d) for d in deltas]
         return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
 

@@ -615,6 +615,7 @@ class CertifiedPLD:
             self._cache["bytes"] = self._terms_bytes()
         held = self._cache["bytes"] + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
         _check_memory(size, self.max_memory_bytes, spacing, held)
+        throttled_reporter()(lambda: f"composition: realising a window of {size:,} points (tilt θ = {theta:.3g})")
         real = realize(factors, spacing, theta, lo_index, size, backend)
         self._cache["bytes"] = held + size * BYTES_PER_POINT
         sizes.add(size)

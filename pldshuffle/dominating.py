@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from ._estimate import SLOW_SECONDS
 from ._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile, lower_hull
-from ._reporting import REPORT_SECONDS, build_progress, throttled_reporter
+from ._reporting import build_progress, throttled_reporter
 from .adaptive import adaptive_lower_profile, adaptive_profile, adaptive_window_size, strategy_measure, value_floor
 from .certified import CertifiedPLD, MemoryBudgetError, distinct_tilts, tail_score
 from .composition import CHERNOFF_LAMBDAS, log_mgf, log_mgf_rounding
@@ -1057,7 +1057,7 @@ def _cover(
     report: Callable[[str], None] | None = None,
 ) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
     """Dominating pairs covering every member, the lower witnesses, and the realised members that attain
-    the realisable envelope somewhere (branch and bound; ``report`` hears of it every ``REPORT_SECONDS``).
+    the realisable envelope somewhere (branch and bound; ``report`` hears of it every few seconds).
 
     A split's child realises its own dataset only where its upper profile exceeds the realisable envelope
     by more than ``realise_within`` (relative; default ``tolerance``) somewhere: elsewhere that dataset
@@ -1134,11 +1134,9 @@ def _cover(
     # passes max_bytes, since pruned and split pairs are let go of between counts.  Checked every
     # _MEMORY_CHECK_EVERY splits, so the cover stops where a recount at each check would.
     held = _held_bytes(active, realised, lattice)
-    steps, last_report = 0, time.monotonic()
+    steps, say = 0, throttled_reporter(report) if report is not None else (lambda message: None)
     while steps < max_cells:
-        if report is not None and time.monotonic() - last_report >= REPORT_SECONDS:
-            report(f"branch and bound over datasets: {steps} cells split, {len(active)} kept, largest excess {max(scores):.2g}")
-            last_report = time.monotonic()
+        say(lambda: f"branch and bound over datasets: {steps} cells split, {len(active)} kept, largest excess {max(scores):.2g}")
         index = int(np.argmax(scores))
         if not fresh_scores[index]:
             scores[index], fresh_scores[index] = excess(active[index][1]), True
