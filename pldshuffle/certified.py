@@ -26,7 +26,7 @@ enforced by clipping one against the other.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -189,12 +189,11 @@ class CertifiedPLD:
     def _finite_delta_bounds(self, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         refiner = self._refiner()
         if refiner is not None and eps.size <= _REFINED_POINTS:
-            say = throttled_reporter()
             for e in eps:
                 # Split until the upper δ at ε is at most the realisable δ a little to its left (an ε gap).
                 left = np.array([max(float(e) - _refined_epsilon_gap(float(e)), 0.0)])
                 realisable = float(_exact_lower(refiner.lower_pairs, left)[0])
-                refiner.refine(float(e), threshold=realisable + refiner.booked, say=say)  # upper ends carry the booked mass
+                refiner.refine(float(e), threshold=realisable + refiner.booked)  # upper ends carry the booked mass
         return self._lower(eps), self._upper(eps)
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
@@ -207,10 +206,9 @@ class CertifiedPLD:
         lattice = invert(self._lattice_upper, delta, upper=True)
         lower = self._single_lower_epsilon(delta, lattice)
         refiner = self._refiner()
-        say = throttled_reporter()  # refining and reading a cover's pairs can take seconds (2RR at 1e7 users)
 
         def upper_end() -> float:
-            return min(self._single_upper_epsilon(delta, lower, lattice, say), self.loss_cap)
+            return min(self._single_upper_epsilon(delta, lower, lattice), self.loss_cap)
 
         if refiner is None or not 0.0 < lower < math.inf:
             return lower, upper_end()
@@ -220,7 +218,7 @@ class CertifiedPLD:
             # bracket misses the one-round target, splits are still made and the passes left would reach the
             # target if the gap kept shrinking as in the last pass (where ε is small its relative gap is most
             # sensitive to δ's: 2RR n = 75576, ε0 = 0.186, δ = 1e-4: 1.9e-4 after one pass, 1.0e-4 after two).
-            splits = refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta, say=say)
+            splits = refiner.refine(lower + _refined_epsilon_gap(lower), threshold=delta)
             lower = self._single_lower_epsilon(delta, lattice)  # datasets revealed by the splits may raise it
             upper = upper_end()
             previous, gap = gap, (upper - lower) / upper
@@ -250,14 +248,16 @@ class CertifiedPLD:
             probes = [lower]
         return lower
 
-    def _single_upper_epsilon(self, delta: float, lower: float, lattice: float, say: Callable[[str | Callable[[], str]], None]) -> float:
+    def _single_upper_epsilon(self, delta: float, lower: float, lattice: float) -> float:
         """Upper end of ε for one round: the smallest ε in ``[lower, lattice]`` where the lattice curve or
         every kept pair is at most ``delta``.  Pairs already at most ``delta`` at ``lower`` are left out of
         the bisection and checked at its answer (bounds need not be monotone to the last bit); any that
-        exceed ``delta`` there join and the bisection is repeated.  ``say`` hears of the bisection."""
+        exceed ``delta`` there join and the bisection is repeated.  Reading a refined cover's pairs takes
+        seconds at 10^7 users: the bisection reports (:func:`~pldshuffle._reporting.throttled_reporter`)."""
         if not (math.isfinite(lower) and math.isfinite(lattice) and lower < lattice):
             return invert(self._upper, delta, upper=True)
         pairs = list(self._exact_pairs("upper"))
+        say = throttled_reporter()
         say(lambda: f"one round on exact pairs: bounding ε on {len(pairs)} pairs of the cover")
         # One coarse pass narrows the bracket to a 32nd, and the pairs to those above δ at its left end (the
         # others stay at most δ beyond it; the check at the answer below still reads them): a refined cover

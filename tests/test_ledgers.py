@@ -423,8 +423,8 @@ def test_epsilon_query_repeats_the_refinement_while_it_misses_the_target(monkeyp
     passes: list[int] = []
     refine = dominating.QueryRefinement.refine
 
-    def spy(self, epsilon, threshold, **kwargs):
-        passes.append(refine(self, epsilon, threshold, **kwargs))
+    def spy(self, epsilon, threshold):
+        passes.append(refine(self, epsilon, threshold))
         return passes[-1]
 
     monkeypatch.setattr(dominating.QueryRefinement, "refine", spy)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from .._reporting import build_progress, reporting_to, throttled_reporter  # what a pair_family reports progress with
+from .._reporting import build_progress, reporting_to  # what a pair_family reports progress with
 from ..pld import PrivacyLossPair
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "build_progress",
     "check_mechanism",
     "reporting_to",
-    "throttled_reporter",
 ]
 
 #: Default probability mass a mechanism may drop per truncated coordinate (booked at +inf for upper bounds).
