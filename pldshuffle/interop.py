@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ._kernels import UNIT_ROUNDOFF
-from ._validation import check_int, check_positive_finite
+from ._validation import check_flag, check_int, check_positive_finite, check_probability, check_text
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
 
@@ -60,6 +60,8 @@ def to_log_pmfs(direction: LossDistribution) -> tuple[dict[Any, float], dict[Any
         Natural-log masses keyed by outcome (``0..N-1`` for the finite losses, ``"P-only"`` and
         ``"Q-only"`` for the two extra outcomes; see the module notes).
     """
+    if not isinstance(direction, LossDistribution):
+        raise TypeError(f"direction must be a LossDistribution, got {type(direction).__name__}")
     losses, masses = direction.losses, direction.masses
     log_p = np.log(masses)
     log_q = log_p - losses
@@ -150,7 +152,9 @@ def to_dp_accounting(
             "(or `pip install pldshuffle[dp-accounting]`)"
         ) from exc
     check_positive_finite("value_discretization_interval", value_discretization_interval)
+    pessimistic_estimate = check_flag("pessimistic_estimate", pessimistic_estimate)
     count = check_int("count", count, minimum=1)
+    tail_mass = check_probability("tail_mass", tail_mass)
     pair = _select_pair(mechanism_or_pair, member, tail_mass)
     log_q, log_p = to_log_pmfs(pair.forward)
     pld = privacy_loss_distribution.from_two_probability_mass_functions(
@@ -187,6 +191,10 @@ def certified_to_dp_accounting(pld: Any) -> Any:
     -------
     dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
     """
+    from .certified import CertifiedPLD
+
+    if not isinstance(pld, CertifiedPLD):
+        raise TypeError(f"pld must be a pldshuffle CertifiedPLD (FourierAccountant.certified_pld()), got {type(pld).__name__}")
     pld_pmf, privacy_loss_distribution = _dp_accounting_pld_module()
     pmfs = []
     for measure in pld.dominating_measures():
@@ -209,12 +217,21 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
 
     Raises
     ------
+    TypeError
+        If ``pld`` is not a dp-accounting ``PrivacyLossDistribution``.
     ValueError
         If the distribution was built with ``pessimistic_estimate=False`` (an optimistic estimate is not
         an upper bound and cannot enter a certified ledger).
     """
     from .mechanisms.generic import PairMechanism
 
+    _, privacy_loss_distribution = _dp_accounting_pld_module()
+    if not isinstance(pld, privacy_loss_distribution.PrivacyLossDistribution):
+        raise TypeError(
+            "pld must be a dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution, got "
+            f"{type(pld).__name__}"
+        )
+    check_text("description", description)
     directions = []
     for pmf in (pld._pmf_remove, pld._pmf_add):
         dense = pmf.to_dense_pmf()
