@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ._kernels import UNIT_ROUNDOFF
-from ._validation import check_flag, check_int, check_positive_finite, check_probability, check_text
+from ._validation import MAX_SPACING, check_flag, check_int, check_positive_finite, check_probability, check_text
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
 
@@ -82,7 +82,7 @@ def _select_pair(source: ShuffleMechanism | PrivacyLossPair, member: int | None,
             raise ValueError("member applies to mechanisms only; a PrivacyLossPair is exported as is")
         return source
     if not isinstance(source, ShuffleMechanism):
-        raise TypeError(f"expected a pldshuffle mechanism or PrivacyLossPair, got {type(source).__name__}")
+        raise TypeError(f"mechanism_or_pair must be a pldshuffle mechanism or PrivacyLossPair, got {type(source).__name__}")
     family = source.pair_family(tail_mass=tail_mass)
     members = family.upper
     if member is None:
@@ -151,7 +151,7 @@ def to_dp_accounting(
             "to_dp_accounting needs the optional dependency dp-accounting: `pip install dp-accounting` "
             "(or `pip install pldshuffle[dp-accounting]`)"
         ) from exc
-    check_positive_finite("value_discretization_interval", value_discretization_interval)
+    check_positive_finite("value_discretization_interval", value_discretization_interval, MAX_SPACING)
     pessimistic_estimate = check_flag("pessimistic_estimate", pessimistic_estimate)
     count = check_int("count", count, minimum=1)
     tail_mass = check_probability("tail_mass", tail_mass)
