@@ -166,6 +166,7 @@ def _build(
     target: float | None,
 ) -> CertifiedPLD:
     pld = None
+    blocks = 0
     for (mechanism, same_data), count in entries:
         fam = family(mechanism)
         cover = " (branch and bound over datasets)" if fam.cells is not None else ""
@@ -173,9 +174,12 @@ def _build(
         terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target)
         terms = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
         _return_freed_memory()
-        caveats = fam.caveats + (
-            (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()
-        )
+        if same_data and count > 1:
+            # Numbered: equal caveats are merged, and each block is its own (data may change between blocks).
+            blocks += 1
+            caveats = fam.caveats + (f"assumes the same data in all {count} rounds of same-data block {blocks}: {mechanism.describe()}",)
+        else:
+            caveats = fam.caveats
         piece = CertifiedPLD(spacing, terms, fam.is_guarantee, caveats, **options)
         pld = piece if pld is None else pld.compose(piece)
     assert pld is not None
