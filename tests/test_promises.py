@@ -17,6 +17,7 @@ brackets the exact value without FFT and without the library's lattice code.
 from __future__ import annotations
 
 import doctest
+import json
 import itertools
 import math
 
@@ -259,3 +260,63 @@ def test_documented_examples_run():
     finder = doctest.DocTestFinder()
     for test in finder.find(ps.FourierAccountant.compose, "compose", globs={}):
         assert doctest.DocTestRunner().run(test).failed == 0
+
+
+# ------------------------------------------------------------------------------------ 2b. the command line
+BLOCK = "binary-rr:num_users=3,local_epsilon=1:count=2:same_data=true"
+
+
+def _cli_json(argv, capsys):
+    from pldshuffle.cli import main
+
+    assert main([*argv, "--json", "--quiet"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cli_compose_and_spec_express_same_data_blocks(tmp_path, capsys):
+    """``--compose ...:same_data=true`` twice is two blocks, like two ``compose(..., same_data=True)`` calls;
+    the JSON record marks them and reads back through ``--spec`` to the same answer."""
+    m = ps.ShuffledBinaryRR(3, EPS0)
+    api = ps.FourierAccountant().compose(m, 2, same_data=True).compose(m, 2, same_data=True).get_epsilon_bounds(0.3)
+    first = _cli_json(["epsilon", "--compose", BLOCK, "--compose", BLOCK, "--delta", "0.3"], capsys)
+    assert (first["lower"], first["upper"]) == (api.lower, api.upper)
+    assert [(e["count"], e["same_data"]) for e in first["mechanisms"]] == [(2, True), (2, True)]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(first))
+    second = _cli_json(["epsilon", "--spec", str(spec), "--delta", "0.3"], capsys)
+    assert (second["lower"], second["upper"]) == (api.lower, api.upper)
+    # same_data=false (and the default) is the setting where the data may change: no "same_data" key.
+    default = _cli_json(["epsilon", "--compose", BLOCK.replace("true", "False"), "--delta", "0.3"], capsys)
+    plain = ps.FourierAccountant().compose(m, 2).get_epsilon_bounds(0.3)
+    assert (default["lower"], default["upper"]) == (plain.lower, plain.upper)
+    assert "same_data" not in default["mechanisms"][0]
+
+
+def test_cli_statement_names_the_blocks(capsys):
+    from pldshuffle.cli import main
+
+    assert main(["epsilon", "--compose", BLOCK, "--compose", BLOCK, "--delta", "0.3", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("rounds of this mechanism: 2 (one block on the same dataset)") == 2
+    assert "same-data block 1" in out and "same-data block 2" in out
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--compose", BLOCK.replace("true", "yes")], "same_data must be true or false, got 'yes'"),
+        (["--compose", BLOCK.replace("same_data=true", "same_data")], "the last field must be same_data=true"),
+        (["--compose", BLOCK + ":extra"], "KIND:KEY=VALUE"),
+        (["--spec", "SPEC"], "entry 0: \"same_data\" must be true or false, got 'yes'"),
+    ],
+)
+def test_cli_refuses_bad_same_data(argv, needle, tmp_path, capsys):
+    from pldshuffle.cli import main
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps([{"mechanism": "binary-rr", "parameters": {"num_users": 3, "local_epsilon": 1},
+                                 "count": 2, "same_data": "yes"}]))
+    argv = [str(spec) if a == "SPEC" else a for a in argv]
+    assert main(["epsilon", *argv, "--delta", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.startswith("pldshuffle: error:") and err.count("\n") == 1
