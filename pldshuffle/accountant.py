@@ -224,7 +224,8 @@ class FourierAccountant:
         Families under ``_SMALL_FAMILY_BYTES`` are built whatever the cap (a branch and bound over datasets
         then stops refining at once: sound, only looser), so tiny caps still answer small ledgers.
         """
-        needed = sum(m.family_bytes(tail_mass=self.ledger_tail_mass) for m, _ in self.ledger)
+        # One family per distinct mechanism (cached): same-data blocks of one mechanism share it.
+        needed = sum(m.family_bytes(tail_mass=self.ledger_tail_mass) for m in dict.fromkeys(m for m, _ in self.ledger))
         budget = self.max_memory_bytes / 2
         if needed > max(budget, _SMALL_FAMILY_BYTES):
             raise MemoryBudgetError(
