@@ -296,5 +296,10 @@ class FourierAccountant:
         return b.upper
 
     def to_dp_accounting(self) -> Any:
-        """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic)."""
+        """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic).
+
+        Its privacy profile is at least the ledger's exact one at every ε, each entry in its own setting
+        (rounds whose data may change; each same-data block on one dataset, the data changing between
+        blocks), so it stays a guarantee when composed further in dp-accounting
+        (:func:`pldshuffle.interop.certified_to_dp_accounting`)."""
         return self.certified_pld().to_dp_accounting()
