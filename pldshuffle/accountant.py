@@ -241,7 +241,8 @@ class FourierAccountant:
         pld = self.certified_pld()
         diag = pld.diagnostics()
         diag["setting"] = (
-            "same data in the rounds marked same_data=True; data may change between other rounds"
+            "same data within each same-data block (one compose call with same_data=True); data may change "
+            "between blocks and between all other rounds"
             if any(same for _, _, same in self.entries)
             else "data may change between rounds"
         )
