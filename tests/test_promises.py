@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pldshuffle as ps
 import reference as ref
@@ -237,6 +239,48 @@ def test_two_same_data_calls_are_two_blocks(members3):
     d = equal.get_delta_bounds(eps)
     for i, e in enumerate(eps):
         assert d.lower[i] - 1e-12 <= ref.delta_ledger_adaptive([("same", members3, 2)] * 2, float(e)) <= d.upper[i] + 1e-12
+
+
+@st.composite
+def _calls_of_one_mechanism(draw):
+    """2-3 compose calls of ONE mechanism (2RR, n = 3 or 4), each 1-2 rounds in either setting (≤ 4 rounds)."""
+    n, eps0 = draw(st.integers(3, 4)), draw(st.floats(0.3, 2.0))
+    calls = draw(st.lists(st.tuples(st.integers(1, 2), st.booleans()), min_size=2, max_size=3)
+                 .filter(lambda c: sum(k for k, _ in c) <= 4))
+    return n, eps0, calls
+
+
+def _check_calls(case):
+    n, eps0, calls = case
+    mechanism = ps.ShuffledBinaryRR(n, eps0)
+    members = [ref.pair_binary_rr(n, 1.0 / (math.exp(eps0) + 1.0), m) for m in range(n)]
+    acc = ps.FourierAccountant()
+    for count, same in calls:
+        acc.compose(mechanism, count, same_data=same)
+    # Each call its own entry, in order: a same-data call one block on one dataset, any other call rounds
+    # whose data may change; every choice made after seeing the earlier outputs.
+    entries = [("same" if same else "changing", members, count) for count, same in calls]
+    eps = np.array([0.0, 0.2, 0.6, 1.5])
+    d = acc.get_delta_bounds(eps)
+    for i, e in enumerate(eps):
+        exact = ref.delta_ledger_adaptive(entries, float(e))
+        assert d.lower[i] <= exact * (1 + 1e-12) + 1e-14, (calls, e, d.lower[i], exact)
+        assert exact <= d.upper[i] * (1 + 1e-12) + 1e-14, (calls, e, d.upper[i], exact)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_calls_of_one_mechanism())
+def test_calls_of_an_equal_mechanism_bracket_the_exact_ledger(case):
+    """Repeated calls of one mechanism in either setting bracket the exact adaptive worst case of the calls
+    taken one by one (where merging same-data calls understated it)."""
+    _check_calls(case)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_calls_of_one_mechanism())
+def test_many_calls_of_an_equal_mechanism_bracket_the_exact_ledger(case):
+    _check_calls(case)
 
 
 def test_default_rounds_of_equal_mechanisms_still_merge():
