@@ -12,10 +12,8 @@ bounded as a whole, which is tighter but valid only when every round sees the sa
 
 Each ``compose(..., same_data=True)`` call is its own block: the data may change between two calls, so
 equal mechanisms are merged only within one call (a block of one round is a round of the default setting).
-Entries of the default setting are merged by value (equal mechanisms' counts add).  That is sound: moving
-another mechanism's rounds out from between them, to after them, only lets the adversary choose its later
-datasets with more information (a maximum of sums is at most the sum of maxima), and the composed bound
-does not depend on the order of its factors.
+Entries of the default setting are merged by value (equal mechanisms' counts add), wherever they sit in
+the ledger (checked against the exact adaptive worst case of interleaved ledgers in ``tests/test_ledgers.py``).
 """
 
 from __future__ import annotations
@@ -125,7 +123,7 @@ class FourierAccountant:
         for worst cases over datasets; the default assumes the data may change between rounds).  Each such
         call is its own block: the data may change between two calls, so two calls of 2 same-data rounds are
         two blocks, not one block of 4 rounds.  Rounds of the default setting are merged with earlier ones
-        of an equal mechanism (their counts add), which is sound (see the module notes).
+        of an equal mechanism (their counts add; see the module notes).
 
         Examples
         --------
