@@ -19,28 +19,28 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "MAX_SPACING",
     "MAX_COUNT",
+    "MAX_SPACING",
     "MISSING_MASS_CHOICES",
     "PMF_SUM_ATOL",
     "check_callable",
     "check_choice",
-    "check_flag",
-    "check_mapping",
-    "check_real_array",
-    "check_text",
-    "show",
     "check_delta",
     "check_epsilon",
     "check_epsilons",
+    "check_flag",
     "check_int",
     "check_local_epsilon",
+    "check_mapping",
     "check_num_users",
     "check_pmf_total",
     "check_positive_finite",
     "check_probability",
     "check_real",
+    "check_real_array",
     "check_size",
+    "check_text",
+    "show",
 ]
 
 #: Largest count accepted where a count feeds float64 arithmetic and int64 arrays (exact in both).
@@ -121,7 +121,7 @@ def check_int(name: str, value: object, minimum: int = 1, maximum: float | None 
     if maximum is None:
         maximum = MAX_COUNT
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got the boolean {value!r}")
+        raise TypeError(f"{name} must be an integer, got the boolean {show(value)}")
     if isinstance(value, numbers.Integral):
         ivalue = int(value)
     elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
@@ -131,7 +131,7 @@ def check_int(name: str, value: object, minimum: int = 1, maximum: float | None 
     else:
         raise TypeError(f"{name} must be an integer, got {_kind(value)}")
     if not minimum <= ivalue <= maximum:
-        upper = "" if maximum == MAX_COUNT else f" and <= {maximum}"
+        upper = "" if maximum in (MAX_COUNT, math.inf) else f" and <= {maximum}"
         if maximum == MAX_COUNT and ivalue > maximum:
             upper = f" and <= 2**53 = {MAX_COUNT} (counts beyond it are not exact in double precision)"
         raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {show(value)}")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import MAX_SPACING, check_delta, check_epsilons, check_int, check_positive_finite, check_probability
+from ._validation import MAX_SPACING, check_delta, check_epsilons, check_flag, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
 from ._reporting import ProgressChannel, reporting_to
@@ -135,8 +135,7 @@ class FourierAccountant:
         """
         check_mechanism(mechanism)
         count = check_int("count", count, minimum=1)
-        if not isinstance(same_data, (bool, np.bool_)):
-            raise TypeError(f"same_data must be True or False, got {same_data!r}")
+        same_data = check_flag("same_data", same_data)
         if same_data and count > 1:
             self._same_data_calls += 1
             key = (mechanism, self._same_data_calls)

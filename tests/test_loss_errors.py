@@ -111,8 +111,11 @@ def test_loss_error_is_validated_and_defaults_to_a_log_ratios_rounding():
     tiny = LossDistribution(np.array([0.0, 0.1]), np.array([1e-300, 0.5]))  # a tiny mass's logarithm dominates
     assert tiny.loss_error == log_ratio_error(-math.log(1e-300))
     assert LossDistribution(np.array([0.1]), np.array([1.0]), loss_error=0).loss_error == 0.0
-    for bad in (-1e-12, math.inf, -math.inf, "1e-9"):
+    for bad in (-1e-12, math.inf, -math.inf):
         with pytest.raises(ValueError, match="loss_error"):
+            LossDistribution(np.array([0.1]), np.array([1.0]), loss_error=bad)
+    for bad in ("1e-9", True, None, 1j):
+        with pytest.raises(TypeError, match="loss_error"):
             LossDistribution(np.array([0.1]), np.array([1.0]), loss_error=bad)
 
 
