@@ -270,7 +270,9 @@ class FourierAccountant:
 
     def epsilon_curve(self, target_deltas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(lower, upper)`` arrays of certified ε brackets at each δ (one composed object)."""
-        deltas = [check_delta(d) for d in np.atleast_1d(np.asarray(target_deltas, dtype=object)).ravel()]
+        if isinstance(target_deltas, (str, bytes)):
+            raise TypeError(f"target_deltas must be an array of numbers in (0, 1), got {target_deltas!r}")
+        deltas = [check_delta(d, "target_deltas") for d in np.atleast_1d(np.asarray(target_deltas, dtype=object)).ravel()]
         if not deltas:
             raise ValueError("target_deltas must hold at least one value in (0, 1)")
         pld = self.certified_pld()
@@ -280,7 +282,7 @@ class FourierAccountant:
 
     def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(lower, upper)`` arrays of certified δ brackets at each ε (one composed object)."""
-        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons, allow_inf=True)))
+        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons, "target_epsilons", allow_inf=True)))
         return np.asarray(b.lower), np.asarray(b.upper)
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:

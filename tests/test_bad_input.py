@@ -273,6 +273,9 @@ def _kind(name: str):
     if name == "probability":  # (0, 1)
         return (_type_errors() | non_finite | _values(0.0, 1.0, 1.5, 1e300)
                 | _NEGATIVE.map(lambda x: (x, ValueError)) | st.floats(min_value=1.0, max_value=1e300).map(lambda x: (x, ValueError)))
+    if name == "probabilities":  # arrays of numbers in (0, 1)
+        return (_type_errors(scalar=False) | _values(0.0, 1.0, math.nan, [1e-3, 1.5], [[0.5], [-1.0]], [])
+                | _typed([[1e-3, "x"], [True], [0.5, 1j], [None]], TypeError))
     if name == "closed_probability":  # [0, 1]
         return _type_errors() | non_finite | _values(1.0 + 1e-9, 2.0, 1e300) | _NEGATIVE.map(lambda x: (x, ValueError))
     if name == "epsilon":  # [0, inf) finite
@@ -340,6 +343,13 @@ ENTRY_POINTS: list[tuple[str, object, dict[str, str]]] = [
     ("compose", lambda **k: ps.FourierAccountant().compose(**{"mechanism": _RR, **k}), {"mechanism": "object", "count": "count", "same_data": "flag"}),
     ("get_delta", lambda **k: _ACC.get_delta(**{"target_epsilon": 1.0, **k}), {"target_epsilon": "epsilon_query"}),
     ("get_delta_bounds", lambda **k: _ACC.get_delta_bounds(**{"target_epsilon": 1.0, **k}), {"target_epsilon": "epsilon_query"}),
+    ("epsilon_curve", lambda **k: _ACC.epsilon_curve(**{"target_deltas": [1e-3], **k}), {"target_deltas": "probabilities"}),
+    ("delta_curve", lambda **k: _ACC.delta_curve(**{"target_epsilons": [1.0], **k}), {"target_epsilons": "epsilon_query"}),
+    ("CertifiedPLD.from_pair", lambda **k: ps.CertifiedPLD.from_pair(**{"pair": _PAIR, "spacing": 1e-2, **k}), {"pair": "object", "spacing": "spacing"}),
+    ("LabelledClonePair.fmt20", lambda **k: ps.LabelledClonePair.fmt20(**{"num_users": 10, "local_epsilon": 1.0, **k}),
+     {"num_users": "users", "local_epsilon": "local_epsilon"}),
+    # The name is positional-only; messages call it what the command line does: randomizer.
+    ("make_randomizer", lambda **k: R.make_randomizer(k.get("randomizer", "binary-rr"), local_epsilon=1.0), {"randomizer": "choice"}),
     ("get_epsilon", lambda **k: _ACC.get_epsilon(**{"target_delta": 1e-3, **k}), {"target_delta": "probability"}),
     ("get_epsilon_bounds", lambda **k: _ACC.get_epsilon_bounds(**{"target_delta": 1e-3, **k}), {"target_delta": "probability"}),
     ("calibrate_local_epsilon",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_real_array
+from .._validation import check_real_array, show
 from .base import Finite, Randomizer
 from .named import OLH, OUE, RAPPOR, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
@@ -55,6 +55,8 @@ def make_randomizer(name: str, /, **parameters: Any) -> Randomizer:
     >>> make_randomizer("oue", domain_size=1024, local_epsilon=1.0).describe()
     'optimized unary encoding, d=1024, ε0=1'
     """
+    if not isinstance(name, str):
+        raise TypeError(f"randomizer must be one of {', '.join(RANDOMIZERS)}; got {show(name)} of type {type(name).__name__}")
     if name not in RANDOMIZERS:
         raise ValueError(f"randomizer must be one of {', '.join(RANDOMIZERS)}; got {name!r}")
     if name == "finite":
