@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 from .._kernels import UNIT_ROUNDOFF as _U, clone_fill_support, clone_loss_range, clone_stream, num_threads
 from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
-from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
+from ..pld.discretize import lattice_distributions
+from ._lattice import lattice_window, stream_in_pieces
 
 __all__ = [
     "EXACT_SUPPORT_LIMIT",

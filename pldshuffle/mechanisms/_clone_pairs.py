@@ -132,7 +132,7 @@ def clone_pair_bounds(
       mean-preserving *contraction*.
 
     δ after any number of compositions is ``E[(1 - e^ε Π U_i)_+]``, convex in each ``U_i``, so by
-    Jensen ``δ_lower ≤ δ_pair ≤ δ_upper`` for every number of rounds (cf. :mod:`pldshuffle.grid`).
+    Jensen ``δ_lower ≤ δ_pair ≤ δ_upper`` for every number of rounds (cf. :mod:`pldshuffle.pld.discretize`).
     Both errors are second order in ``h`` (relative ε error ~1e-8 at the default ``bins``).  Both
     carry the exact infinity mass and the booked truncated mass.
 

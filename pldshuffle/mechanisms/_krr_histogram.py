@@ -15,7 +15,7 @@ from .._kernels import UNIT_ROUNDOFF as _U, bin_points
 from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_logpmf
 from ._krr_support import EXACT_SUPPORT_LIMIT, MAX_SUPPORT_POINTS, STREAM_GRID_BINS, refusal, tilted_windows
-from ._lattice import lattice_distributions
+from ..pld.discretize import lattice_distributions
 
 __all__ = ["common_value_pairs"]
 

@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 from .._kernels import UNIT_ROUNDOFF as _U, binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
 from ..pld import MASS_RTOL, LossDistribution, log_ratio_error
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
-from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
+from ..pld.discretize import lattice_distributions
+from ._lattice import lattice_window, stream_in_pieces
 from .._reporting import build_progress
 
 __all__ = [

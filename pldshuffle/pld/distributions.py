@@ -31,9 +31,9 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import UNIT_ROUNDOFF as _U, largest_upper_profiles, profile_at_points
-from ._validation import check_probability
-from .grid import DiscretizedDirection, discretize
+from .._kernels import UNIT_ROUNDOFF as _U, largest_upper_profiles, profile_at_points
+from .._validation import check_probability
+from .discretize import DiscretizedDirection, discretize
 
 __all__ = ["MASS_RTOL", "SUM_RTOL", "LargestUpperProfile", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
 
@@ -189,7 +189,7 @@ class LossDistribution:
 
     def discretize(self, spacing: float) -> DiscretizedDirection:
         """Upper (connect-the-dots, of the losses raised by ``loss_error``) and lower (merged or rounded-down,
-        carrying ``loss_error``) grid PLDs on ``z_j = j·spacing`` (:func:`~pldshuffle.grid.discretize`); O(N)."""
+        carrying ``loss_error``) grid PLDs on ``z_j = j·spacing`` (:func:`~pldshuffle.pld.discretize.discretize`); O(N)."""
         return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing, self.loss_error)
 
     def hockey_stick_bounds(self, epsilon: ArrayLike, *, cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
