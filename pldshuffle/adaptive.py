@@ -1,5 +1,5 @@
-"""Deprecated alias of :mod:`pldshuffle.worstcase.recursion` (moved; kept for one release)."""
+"""Deprecated alias of :mod:`pldshuffle.worstcase.recursion`, :mod:`pldshuffle.worstcase._correlation` (moved; kept for one release)."""
 
 from ._deprecated import alias
 
-alias(globals(), "adaptive", "worstcase.recursion")
+alias(globals(), "adaptive", "worstcase.recursion", "worstcase._correlation")

@@ -1,4 +1,4 @@
-"""Deprecated alias of :mod:`pldshuffle.pld.certified` (moved; kept for one release)."""
+"""Deprecated alias of :mod:`pldshuffle.pld.certified`, :mod:`pldshuffle.pld.sizing`, :mod:`pldshuffle.pld.inversion`, :mod:`pldshuffle.pld.tilts` (moved; kept for one release)."""
 
 from ._deprecated import alias
 

@@ -524,7 +524,7 @@ def test_mixed_ledger_pairs_each_entrys_heaviest_witness():
 def _strategy_composites(pld) -> list:
     """The lower end's compositions of strategy witnesses: after the combinations and the products."""
     lowers = pld._composites("lower")
-    return lowers[len(pld._combinations("lower")) + sum(isinstance(c, ps.pld.lattice.ProductLower) for c in lowers) :]
+    return lowers[len(pld._combinations("lower")) + sum(isinstance(c, ps.pld.composites.ProductLower) for c in lowers) :]
 
 
 @pytest.mark.parametrize("other, other_entry", [
@@ -534,7 +534,7 @@ def _strategy_composites(pld) -> list:
 def test_an_adaptive_block_keeps_its_adaptive_lower_end_beside_other_rounds(other, other_entry, monkeypatch):
     """A ledger of a worst case over datasets (one adaptive block) and another mechanism: the lower end
     multiplies the block's adaptive lower profile by the other rounds' tail masses
-    (:class:`pldshuffle.pld.lattice.ProductLower`), a strategy that adapts to the block's own outputs only, so
+    (:class:`pldshuffle.pld.composites.ProductLower`), a strategy that adapts to the block's own outputs only, so
     it lies below the exact adaptive worst case in *either* order of the rounds; and above the fixed
     witnesses' composition, which gives up the adaptive gain (the other rounds here lose little: a product
     of a profile and a tail mass only gains where the other rounds' losses are concentrated)."""
@@ -544,12 +544,12 @@ def test_an_adaptive_block_keeps_its_adaptive_lower_end_beside_other_rounds(othe
     # end, checked one by one).
     monkeypatch.setattr(wc_mixed, "relative_target", lambda rounds: 0.0)
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), rounds).compose(other, 1).certified_pld()
-    products = [c for c in pld._composites("lower") if isinstance(c, ps.pld.lattice.ProductLower)]
+    products = [c for c in pld._composites("lower") if isinstance(c, ps.pld.composites.ProductLower)]
     assert products
     strategies = _strategy_composites(pld)
     assert strategies
     bounds = pld.delta_bounds(EPS)
-    witnesses = np.max([c.lower(EPS) for c in pld._composites("lower") if not isinstance(c, ps.pld.lattice.ProductLower)], axis=0)
+    witnesses = np.max([c.lower(EPS) for c in pld._composites("lower") if not isinstance(c, ps.pld.composites.ProductLower)], axis=0)
     each = [c.lower(EPS) for c in strategies]
     gained = 0.0
     for i, (eps, lo, up, fixed) in enumerate(zip(EPS, *bounds, witnesses)):
@@ -623,7 +623,7 @@ def test_a_product_lower_end_over_the_memory_cap_is_left_out(monkeypatch):
 
     monkeypatch.setattr(LedgerPLD, "_product_lower", refuse)
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(ps.ShuffledBinaryRR(3, 0.05), 1).certified_pld()
-    assert not any(isinstance(c, ps.pld.lattice.ProductLower) for c in pld._composites("lower"))
+    assert not any(isinstance(c, ps.pld.composites.ProductLower) for c in pld._composites("lower"))
     lower, upper = pld.delta_bounds(EPS)
     assert np.all(lower <= upper)
 
@@ -635,7 +635,7 @@ def test_the_product_lower_end_reads_tail_masses_below_the_exact_ones():
     rounds = 2
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(
         ps.ShuffledKRR(4, 3, gamma=0.5, adversary="strong"), rounds).certified_pld()
-    products = [c for c in pld._composites("lower") if isinstance(c, ps.pld.lattice.ProductLower)]
+    products = [c for c in pld._composites("lower") if isinstance(c, ps.pld.composites.ProductLower)]
     assert len(products) == 2
     pair = ref.compose(ref.pair_krr_strong(4, 3, 0.5), rounds)
     exact = []

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 from .distributions import (
     MASS_RTOL,
     SUM_RTOL,
-    LargestUpperProfile,
     LossDistribution,
     PrivacyLossPair,
     infinity_apart,
     log_ratio_error,
 )
+from .profiles import LargestUpperProfile
 
 __all__ = [
     "CertifiedPLD", "LargestUpperProfile", "LossDistribution", "MASS_RTOL", "MemoryBudgetError", "PrivacyLossPair", "SUM_RTOL",

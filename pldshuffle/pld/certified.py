@@ -45,7 +45,8 @@ from .composition import Realization, realize, window
 from .distributions import MASS_RTOL, PrivacyLossPair, infinity_apart
 from .fft import fast_size, get_backend
 from .inversion import invert
-from .lattice import Composite, LatticeDirection, ProductLower, Term, compose_infinity, direct_realization, lower_direction, shift_certificate, upper_direction
+from .composites import Composite, ProductLower, direct_realization
+from .lattice import LatticeDirection, Term, compose_infinity, lower_direction, shift_certificate, upper_direction
 from .sizing import BYTES_PER_POINT, PLAN_BYTES_PER_POINT, TAIL_TOLERANCE, MemoryBudgetError, _check_memory
 from .tilts import choose_tilts
 

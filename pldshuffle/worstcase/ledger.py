@@ -21,7 +21,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..pld.certified import CertifiedPLD, Combination, LowerEnd
-from ..pld.lattice import Composite, LatticeDirection, ProductLower
+from ..pld.composites import Composite, ProductLower
+from ..pld.lattice import LatticeDirection
 from . import mixed
 from .single_round import SingleRoundQuery
 from .terms import WorstCaseTerm

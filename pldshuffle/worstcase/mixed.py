@@ -7,7 +7,7 @@ the witnesses', stays one):
 * :func:`tail_choices`: every entry's witness whose log-MGF at each upper tilt is largest, composed
   together (the witnesses of different entries are listed each in its own order);
 * :func:`product_lowers`: a block's adaptive lower measure against the other entries' rounded-down
-  witnesses (:class:`~pldshuffle.pld.lattice.ProductLower`);
+  witnesses (:class:`~pldshuffle.pld.composites.ProductLower`);
 * :func:`strategy_lowers`: a block's strategy witnesses (single realisable adaptive strategies) composed
   with the other entries' first witnesses.
 
@@ -28,7 +28,8 @@ from ..pld.discretize import moments
 from ..pld.distributions import MASS_RTOL
 from ..pld.fft import fast_size
 from ..pld.inversion import invert
-from ..pld.lattice import Composite, LatticeDirection, ProductLower, compose_infinity, direct_realization
+from ..pld.composites import Composite, ProductLower, direct_realization
+from ..pld.lattice import LatticeDirection, compose_infinity
 from ..pld.sizing import TAIL_TOLERANCE, MemoryBudgetError, relative_target
 from ..pld.tilts import choose_tilts, tail_score
 from ..pld.lattice import Term
@@ -124,7 +125,7 @@ def strategy_lowers(pld: LedgerPLD, products: list[tuple[int, int, ProductLower]
 def product_lowers(pld: LedgerPLD) -> list[tuple[int, int, ProductLower]]:
     """Where the ledger holds other entries besides a term with an adaptive lower measure (one block of a
     worst case over datasets), that measure against the other entries' first witnesses, rounded down and
-    composed, in each order (:class:`~pldshuffle.pld.lattice.ProductLower`): the witnesses' composition alone
+    composed, in each order (:class:`~pldshuffle.pld.composites.ProductLower`): the witnesses' composition alone
     gives up the block's adaptive gain (2RR n = 30, ε0 = 3.37, 16 rounds and one round of a negligible
     mechanism, δ = 1e-2: gap 0.24 ‰ alone, 7.3 ‰ with it).  Each comes with its term's index and order."""
     if len(pld.terms) < 2:
