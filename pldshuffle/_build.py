@@ -168,7 +168,7 @@ def _build(
     report: Callable[[str], None],
     target: float | None,
 ) -> CertifiedPLD:
-    pld = None
+    pld: CertifiedPLD | None = None
     for (mechanism, same_data), count in entries:
         fam = family(mechanism)
         cover = " (branch and bound over datasets)" if fam.cells is not None else ""

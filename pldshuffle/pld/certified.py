@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._kernels import UNIT_ROUNDOFF as _U
 from .._reporting import throttled_reporter
 from .._validation import check_delta, check_epsilons
-from .composition import Realization, realize, window
+from .composition import Factor, Realization, realize, window
 from .distributions import MASS_RTOL, PrivacyLossPair, infinity_apart
 from .fft import fast_size, get_backend
 from .inversion import invert
@@ -92,11 +92,11 @@ class CertifiedPLD:
 
     # ------------------------------------------------------------------ algebra
     @classmethod
-    def from_pair(cls, pair: PrivacyLossPair, spacing: float, **options: str | int | bool) -> CertifiedPLD:
+    def from_pair(cls, pair: PrivacyLossPair, spacing: float, *, fft_backend: str = "auto", max_memory_bytes: int = 2**31) -> CertifiedPLD:
         """One round of an exact pair, discretised on the lattice of the given spacing (O(support))."""
         up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
         low = tuple(lower_direction(d.discretize(spacing)) for d in pair.directions)
-        return cls(spacing, (Term(up, (low,), 1),), **options)
+        return cls(spacing, (Term(up, (low,), 1),), fft_backend=fft_backend, max_memory_bytes=max_memory_bytes)
 
     def compose(self, other: CertifiedPLD) -> CertifiedPLD:
         """The composition of both (lazy: realised at the first query)."""
@@ -175,7 +175,7 @@ class CertifiedPLD:
 
     def diagnostics(self) -> dict[str, object]:
         """Lattice, tilts, window sizes and the largest error terms, for reports."""
-        ups = self._composites("upper")
+        ups: list[LowerEnd] = list(self._upper_composites())
         reals = [r for c in ups + self._composites("lower") for r in c.realizations]
         return {
             "value_discretization_interval": self.spacing,
@@ -192,14 +192,14 @@ class CertifiedPLD:
 
     # ------------------------------------------------------------------ machinery
     def _lattice_upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.max([c.upper(eps) for c in self._composites("upper")], axis=0)
+        return cast(NDArray[np.float64], np.max([c.upper(eps) for c in self._upper_composites()], axis=0))
 
     def _upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         values = self._lattice_upper(eps)
         return np.where(eps >= self.loss_cap, 0.0, values)  # no composed loss exceeds the cap
 
     def _lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.max([c.lower(eps) for c in self._composites("lower")], axis=0)
+        return cast(NDArray[np.float64], np.max([c.lower(eps) for c in self._composites("lower")], axis=0))
 
     def _composites(self, part: str) -> list[LowerEnd]:
         if "upper" not in self._cache and "lower" not in self._cache:
@@ -207,6 +207,10 @@ class CertifiedPLD:
         if part not in self._cache:
             self._cache[part] = self._realize_upper() if part == "upper" else self._realize_lower()
         return cast(list[LowerEnd], self._cache[part])
+
+    def _upper_composites(self) -> list[Composite]:
+        """The realised upper combinations (one per order)."""
+        return cast(list[Composite], self._composites("upper"))
 
     @property
     def _orders(self) -> int:
@@ -266,14 +270,14 @@ class CertifiedPLD:
         missing below the window is placed at its lowest point and the mass above it at ``+∞``: each
         profile dominates the composition's at every x.
         """
-        return [c.dominating_measure(self.spacing) for c in self._composites("upper")]
+        return [c.dominating_measure(self.spacing) for c in self._upper_composites()]
 
-    def _windows(self, part: str) -> list[tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]]:
+    def _windows(self, part: str) -> list[Plan]:
         """Per combination of ``part``: certified shifts, their penalties and the ``(θ, first index, size)`` of
         each realisation window (none when the finite part is empty or there is one round: no FFT)."""
         key = f"windows-{part}"
         if key in self._cache:
-            return self._cache[key]
+            return cast(list[Plan], self._cache[key])
         # Every combination is realised at its own saddle points: one order's tail can be far heavier than the
         # other's (2RR n = 105, ε0 = 5.4, the dataset m = 104, 64 rounds: its backward direction reaches
         # δ = 1e-10 near the loss cap, where frames tilted for the forward one left ε ≤ 327.90 against 326.88
@@ -284,7 +288,7 @@ class CertifiedPLD:
         self._cache[key] = plans
         return plans
 
-    def _plan(self, combo: list[tuple[LatticeDirection, int]], part: str, tilts: list[float]) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]:
+    def _plan(self, combo: Combination, part: str, tilts: list[float]) -> Plan:
         """Certified shifts, their penalties and the ``(θ, first index, size)`` of each realisation window of
         one combination (no window when its finite part is empty or it has one round: no FFT)."""
         shifts, penalties = np.zeros(1), np.zeros(1)
@@ -316,7 +320,7 @@ class CertifiedPLD:
         beside a randomizer's round held 30 MB, which took the peak to 834 MB under a 512 MiB cap)."""
         return sum(d.masses.nbytes for t in self.terms for d in t.measures())
 
-    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int = -1, plan: tuple | None = None) -> Composite:
+    def _composite(self, combo: Combination, *, upper: bool, index: int = -1, plan: Plan | None = None) -> Composite:
         """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`)."""
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
@@ -331,16 +335,16 @@ class CertifiedPLD:
         reals = [self._realize_window(factors, theta, lo_index, size) for theta, lo_index, size in windows]
         return Composite(tuple(reals), infinity, relative, shifts, penalties, loss_shift=loss_shift)
 
-    def _realize_window(self, factors: list, theta: float, lo_index: int, size: int, spacing: float | None = None) -> Realization:
+    def _realize_window(self, factors: list[Factor], theta: float, lo_index: int, size: int, spacing: float | None = None) -> Realization:
         """:func:`~pldshuffle.pld.composition.realize` within the memory cap (checked before allocating), on the
         ledger's lattice or a coarser ``spacing``."""
         spacing = self.spacing if spacing is None else spacing
         backend = get_backend(self.fft_backend, size)
-        sizes = self._cache.setdefault("sizes", set())
+        sizes = cast(set[int], self._cache.setdefault("sizes", set()))
         # Every new window size adds a pair of cached FFTW plans with their buffers.
         if "bytes" not in self._cache:  # the terms are held from the first window on
             self._cache["bytes"] = self._terms_bytes()
-        held = self._cache["bytes"] + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
+        held = cast(int, self._cache["bytes"]) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
         _check_memory(size, self.max_memory_bytes, spacing, held)
         throttled_reporter()(lambda: f"composition: realising a window of {size:,} points (tilt θ = {theta:.3g})")
         real = realize(factors, spacing, theta, lo_index, size, backend)

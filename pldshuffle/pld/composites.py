@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -201,7 +202,7 @@ class ProductLower:
         index = np.clip(np.nan_to_num(index, nan=r.size, posinf=r.size, neginf=0.0), 0, r.size).astype(np.int64)
         # The division may round down across a lattice point: never count a point below t + shift.
         index = np.minimum(index + ((r.lo_index + index) * r.spacing < t + self.shift), r.size)
-        return self._tail[index] + self.others_infinity * (1.0 - 4.0 * _U)
+        return cast(NDArray[np.float64], self._tail[index] + self.others_infinity * (1.0 - 4.0 * _U))
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         """Certified lower δ at each ε (non-increasing over the ε of one call)."""

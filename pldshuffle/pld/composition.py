@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -85,7 +86,7 @@ def log_mgf(factor: Factor, spacing: float, lambdas: NDArray[np.float64], *, exa
         logm, low, high = factor.blocks
         expo = logm[None, :] + np.where(lam > 0, lam * (high * spacing)[None, :], lam * (low * spacing)[None, :])
     top = expo.max(axis=1)
-    return top + np.log(np.exp(expo - top[:, None]).sum(axis=1))
+    return cast(NDArray[np.float64], top + np.log(np.exp(expo - top[:, None]).sum(axis=1)))
 
 
 def composed_support(factors: list[Factor], spacing: float) -> tuple[float, float]:
@@ -94,7 +95,7 @@ def composed_support(factors: list[Factor], spacing: float) -> tuple[float, floa
 
 
 def composed_log_mgf(factors: list[Factor], spacing: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.sum([f.count * log_mgf(f, spacing, lambdas) for f in factors], axis=0)
+    return cast(NDArray[np.float64], np.sum([f.count * log_mgf(f, spacing, lambdas) for f in factors], axis=0))
 
 
 def log_mgf_rounding(factors: list[Factor], spacing: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -197,7 +198,7 @@ class Realization:
 
 def _power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.complex128]:
     """``spectrum ** count`` by repeated squaring (relative error ≤ 2·log2(count)+2 ulps per entry)."""
-    result = None
+    result: NDArray[np.complex128] | None = None
     base = spectrum
     while count:
         if count & 1:
@@ -229,7 +230,7 @@ def realize(
         z = (f.start + nz) * spacing
         max_abs_z = max(max_abs_z, float(np.max(np.abs(z))))
         tilted = np.exp(np.log(f.masses[nz]) + theta * z - log_m)
-        buffer = np.bincount((f.start + nz) % size, weights=tilted, minlength=size)  # absolute index mod m
+        buffer = cast(NDArray[np.float64], np.bincount((f.start + nz) % size, weights=tilted, minlength=size))  # absolute index mod m
         spec = backend.rfft(buffer)
         err = forward_error(norm2(tilted), size)
         r = np.minimum(np.abs(spec) + err, 1.0 + 4.0 * _U * size)  # |â| ≤ ‖a‖₁ = 1 (up to rounding)
@@ -239,6 +240,7 @@ def realize(
         if spectrum is None:
             spectrum, bound, spread = _power(spec, f.count), power_r, own
         else:
+            assert bound is not None  # set with the spectrum
             spread = spread * power_r + bound * own
             spectrum, bound = spectrum * _power(spec, f.count), bound * power_r
         total += f.count

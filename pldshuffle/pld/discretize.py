@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -108,7 +108,7 @@ class LowerMeasure:
 
     def moments(self, spacing: float) -> tuple[float, float]:
         """Mean and variance of the loss under the normalised measure."""
-        z = (self.start + np.arange(self.masses.size)) * spacing
+        z = cast(NDArray[np.float64], (self.start + np.arange(self.masses.size)) * spacing)
         return moments(z, self.masses)
 
 

@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from functools import cache
 from types import ModuleType
@@ -101,13 +101,21 @@ def _pyfftw() -> ModuleType | None:
         import pyfftw
     except ImportError:  # pragma: no cover
         return None
-    return pyfftw
+    return cast(ModuleType, pyfftw)
 
 
 def _scipy_fft() -> ModuleType:
     import scipy.fft
 
-    return scipy.fft
+    return cast(ModuleType, scipy.fft)
+
+
+def _fftw() -> ModuleType:
+    """The pyfftw module where a backend named "pyfftw" was chosen (so it imports)."""
+    module = _pyfftw()
+    if module is None:  # pragma: no cover - get_backend only names pyfftw where it imports
+        raise RuntimeError("the pyfftw backend needs pyfftw installed (pip install pldshuffle[fftw])")
+    return module
 
 
 def _cached_plan(key: tuple[object, ...], build: Callable[[], Any]) -> Any:
@@ -138,16 +146,16 @@ def release_plans() -> None:
 
 def _fftw_plans(size: int) -> tuple[Any, Any]:
     """Forward/inverse FFTW plans for real signals of ``size`` points (cached; planning costs ~50 ms)."""
-    pyfftw = _pyfftw()
-    return _cached_plan(("single", size), lambda: (
+    pyfftw = _fftw()
+    return cast(tuple[Any, Any], _cached_plan(("single", size), lambda: (
         pyfftw.builders.rfft(pyfftw.empty_aligned(size, dtype="float64"), threads=_THREADS, planner_effort="FFTW_ESTIMATE"),
         pyfftw.builders.irfft(pyfftw.empty_aligned(size // 2 + 1, dtype="complex128"), n=size, threads=_THREADS, planner_effort="FFTW_ESTIMATE"),
-    ))
+    )))
 
 
 def _fftw_batch_plan(rows: int, size: int) -> Any:
     """An inverse FFTW plan for ``rows`` half-spectra of real signals of ``size`` points (cached)."""
-    pyfftw = _pyfftw()
+    pyfftw = _fftw()
     return _cached_plan(("batch", rows, size), lambda: pyfftw.builders.irfft(
         pyfftw.empty_aligned((rows, size // 2 + 1), dtype="complex128"), n=size, axis=-1, threads=_THREADS, planner_effort="FFTW_ESTIMATE"))
 
@@ -163,20 +171,20 @@ class FFTBackend:
         if self.name == "pyfftw":
             forward, _ = _fftw_plans(x.size)
             forward.input_array[:] = x
-            return forward().copy()  # the plan reuses its output buffer
+            return cast(NDArray[np.complex128], forward().copy())  # the plan reuses its output buffer
         if self.name == "numpy":
             return np.fft.rfft(x)
-        return _scipy_fft().rfft(x, workers=_THREADS)
+        return cast(NDArray[np.complex128], _scipy_fft().rfft(x, workers=_THREADS))
 
     def irfft(self, spectrum: NDArray[np.complex128], size: int) -> NDArray[np.float64]:
         """Inverse of :meth:`rfft` for a real signal of length ``size``."""
         if self.name == "pyfftw":
             _, inverse = _fftw_plans(size)
             inverse.input_array[:] = spectrum
-            return inverse().copy()
+            return cast(NDArray[np.float64], inverse().copy())
         if self.name == "numpy":
             return np.fft.irfft(spectrum, n=size)
-        return _scipy_fft().irfft(spectrum, n=size, workers=_THREADS)
+        return cast(NDArray[np.float64], _scipy_fft().irfft(spectrum, n=size, workers=_THREADS))
 
     def inverse_products(
         self, spectrum: NDArray[np.complex128], kernels: NDArray[np.complex128], size: int, rows: range | None = None

@@ -14,14 +14,14 @@ import itertools
 import math
 import sys
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U, hockey_stick_profile
 from .composition import Factor
-from .discretize import ROUNDING_SCALES, lower_error_estimates
+from .discretize import ROUNDING_SCALES, DiscretizedDirection, LowerMeasure, lower_error_estimates
 
 __all__ = [
     "LatticeDirection",
@@ -201,20 +201,22 @@ def rounding_penalty(log_mgf: NDArray[np.float64], steps: NDArray[np.float64]) -
     with np.errstate(over="ignore"):  # a bound above 1 (even +inf) is still a bound: the shift is then not used
         penalty = np.exp(np.min(ROUNDING_SCALES[:, None] * steps[None, :] + log_mgf[:, None], axis=0)) * (1.0 + 1e-12)
     penalty[0] = 0.0  # D ≥ 0: no shift needs no correction
-    return penalty
+    return cast(NDArray[np.float64], penalty)
 
 
-def upper_direction(d) -> LatticeDirection:
+def upper_direction(d: DiscretizedDirection) -> LatticeDirection:
     """Connect-the-dots lattice measure of a discretised direction (truncated mass booked at +∞)."""
     return LatticeDirection(d.upper_start, d.upper, d.upper_infinity)
 
 
-def lower_direction(d) -> LatticeDirection:
+def lower_direction(d: DiscretizedDirection) -> LatticeDirection:
     """Merged lattice measure of a discretised direction, with its rounding-offset certificate and the
     rounded-down measure as its alternative (:meth:`LatticeDirection.for_rounds`)."""
 
-    def measure(m, **extra: Any) -> LatticeDirection:
+    def measure(m: LowerMeasure, alternative: LatticeDirection | None = None,
+                lower_errors: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)) -> LatticeDirection:
         log_mgf = np.asarray(m.rounding_log_mgf, dtype=np.float64) + 1e-12  # covers the sum's rounding
-        return LatticeDirection(m.start, m.masses, d.lower_infinity, log_mgf, m.rounding_mean, loss_error=d.loss_error, **extra)
+        return LatticeDirection(m.start, m.masses, d.lower_infinity, log_mgf, m.rounding_mean, loss_error=d.loss_error,
+                                alternative=alternative, lower_errors=lower_errors)
 
     return measure(d.merged, alternative=measure(d.rounded), lower_errors=d.lower_errors())

@@ -12,6 +12,9 @@ from .distributions import MASS_RTOL, LossDistribution
 
 __all__ = ["LargestUpperProfile"]
 
+#: One kernel call's arrays: supports (concatenated), start of each, loss errors, masses at +∞, truncated masses.
+_Group = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+
 
 class LargestUpperProfile:
     """Strict upper bound on the largest hockey-stick curve of several directions at ascending ``ε``: the
@@ -27,7 +30,7 @@ class LargestUpperProfile:
     _GROUPED_SUPPORT = 2**10
 
     def __init__(self, directions: Sequence[LossDistribution]) -> None:
-        self._groups: list[tuple] = []
+        self._groups: list[_Group] = []
         group: list[LossDistribution] = []
         held = 0  # losses in ``group``
         for d in directions:
@@ -43,15 +46,15 @@ class LargestUpperProfile:
             self._groups.append(self._group(group))
 
     @staticmethod
-    def _group(directions: list[LossDistribution]) -> tuple:
+    def _group(directions: list[LossDistribution]) -> _Group:
         """The kernel's arrays for ``directions``: supports (concatenated if several), starts, parameters."""
         if len(directions) == 1:
             losses, masses = directions[0].losses, directions[0].masses
         else:
             losses, masses = np.concatenate([d.losses for d in directions]), np.concatenate([d.masses for d in directions])
         starts = np.cumsum([0] + [d.losses.size for d in directions], dtype=np.int64)
-        params = (np.array([getattr(d, name) for d in directions], dtype=np.float64) for name in ("loss_error", "infinity_mass", "truncated_mass"))
-        return (losses, masses, starts, *params)
+        errors, infinity, truncated = (np.array([getattr(d, name) for d in directions], dtype=np.float64) for name in ("loss_error", "infinity_mass", "truncated_mass"))
+        return (losses, masses, starts, errors, infinity, truncated)
 
     def __call__(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
         eps = np.asarray(epsilon, dtype=np.float64)

@@ -14,12 +14,14 @@ its ledger, what the core cannot know:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import check_delta
 from ..pld.certified import CertifiedPLD, Combination, LowerEnd
 from ..pld.composites import Composite, ProductLower
 from ..pld.lattice import LatticeDirection
@@ -42,12 +44,13 @@ class LedgerPLD(CertifiedPLD):
         """The single-round query, when the ledger is one round of one term (cached)."""
         if "single-round" not in self._cache:
             term = self.terms[0]
-            single = len(self.terms) == 1 and term.count == 1 and term.lower_count == 1 and isinstance(term, WorstCaseTerm)
-            self._cache["single-round"] = SingleRoundQuery(self, term) if single else None  # type: ignore[arg-type]
+            single = len(self.terms) == 1 and term.count == 1 and term.lower_count == 1
+            self._cache["single-round"] = SingleRoundQuery(self, term) if single and isinstance(term, WorstCaseTerm) else None
         query = self._cache["single-round"]
         return query if isinstance(query, SingleRoundQuery) else None
 
-    def _exact_curve(self, part: str):  # type: ignore[no-untyped-def]
+    def _exact_curve(self, part: str) -> Callable[[NDArray[np.float64]], NDArray[np.float64]] | None:
+        """The exact pairs' curve of ``part`` where the ledger is one round of one term (else None)."""
         query = self._single_round()
         return None if query is None else query.curve(part)
 
@@ -62,8 +65,6 @@ class LedgerPLD(CertifiedPLD):
         query = self._single_round()
         if query is None or query.curve("upper") is None:
             return super().epsilon_bounds(delta)
-        from .._validation import check_delta
-
         return query.epsilon_bounds(check_delta(delta))
 
     def _at_infinity(self) -> tuple[float, float]:

@@ -17,9 +17,10 @@ Each is optional: one that would pass the memory cap is left out.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U
 from ..pld.certified import Combination, LowerEnd, _loss_shift
@@ -98,7 +99,7 @@ def strategy_lowers(pld: LedgerPLD, products: list[tuple[int, int, ProductLower]
         means = [t.lower_count * _mean_loss(w, pld.spacing) for t, w in zip(pld.terms, fixed)]
         for epsilon in aimed.values():
             for by_product in (True, False):
-                combo = []
+                combo: list[tuple[LatticeDirection | None, int]] = []
                 for i, (t, w, mean) in enumerate(zip(pld.terms, fixed, means)):
                     strategies = _strategies(t)
                     if strategies is None:
@@ -114,8 +115,9 @@ def strategy_lowers(pld: LedgerPLD, products: list[tuple[int, int, ProductLower]
                 if key in seen or any(m is None for m, _ in combo):  # built already, or over the work cap
                     continue
                 seen.add(key)
+                ready = cast(Combination, combo)  # no None left
                 try:
-                    found.append(pld._composite(combo, upper=False, plan=pld._plan(combo, "lower", choose_tilts(combo, pld.spacing))))
+                    found.append(pld._composite(ready, upper=False, plan=pld._plan(ready, "lower", choose_tilts(ready, pld.spacing))))
                 except MemoryBudgetError:  # an optional lower end: the others stand without it
                     continue
     return found
@@ -195,7 +197,7 @@ def _rounded_down(direction: LatticeDirection, coarsening: int) -> LatticeDirect
         return direction
     first = direction.start // coarsening
     index = (direction.start + np.arange(direction.masses.size)) // coarsening - first
-    masses = np.bincount(index, weights=direction.masses) * (1.0 - 2.0 * _U * (coarsening + 1))
+    masses = cast(NDArray[np.float64], np.bincount(index, weights=direction.masses) * (1.0 - 2.0 * _U * (coarsening + 1)))
     return LatticeDirection(first, masses, direction.infinity)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -176,12 +177,12 @@ def _refined_epsilon_gap(epsilon: float) -> float:
 def _exact_upper(pairs: Sequence[PrivacyLossPair], eps: NDArray[np.float64]) -> NDArray[np.float64]:
     """Max over the pairs of their strict single-round upper δ at each ε: one sweep per pair, nothing kept
     (a refined cover holds hundreds of pairs; suffix sums would double their memory)."""
-    return np.max([p.delta_upper(eps) for p in pairs], axis=0)
+    return cast(NDArray[np.float64], np.max([p.delta_upper(eps) for p in pairs], axis=0))
 
 
 def _exact_lower(pairs: Sequence[PrivacyLossPair], eps: NDArray[np.float64]) -> NDArray[np.float64]:
     """Max over the (few) realisable pairs of their strict single-round lower δ at each ε."""
-    return np.max([p.delta_bounds(eps)[0] for p in pairs], axis=0)
+    return cast(NDArray[np.float64], np.max([p.delta_bounds(eps)[0] for p in pairs], axis=0))
 
 
 def _exact_upper_each(pairs: Sequence[PrivacyLossPair], epsilon: float) -> list[float]:
