@@ -268,4 +268,6 @@ class FourierAccountant:
 
     def to_dp_accounting(self) -> Any:
         """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic)."""
-        return self.certified_pld().to_dp_accounting()
+        from .interop import certified_to_dp_accounting
+
+        return certified_to_dp_accounting(self.certified_pld())

@@ -150,7 +150,8 @@ def _quantile_guesses(trials: NDArray[np.int64], prob: float, half: NDArray[np.f
     return np.where(bad, np.nan, low), np.where(bad, np.nan, high)
 
 
-def _narrow(a: NDArray[np.int64], b: NDArray[np.int64], guess: NDArray[np.float64], holds, *, keep_true_at_low: bool) -> None:
+def _narrow(a: NDArray[np.int64], b: NDArray[np.int64], guess: NDArray[np.float64],
+            holds: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]], *, keep_true_at_low: bool) -> None:
     """Shrink bisection brackets ``[a, b]`` in place to ``guess ± _GUESS_REACH`` where two evaluations of
     the monotone predicate ``holds(k, act)`` confirm that the answer lies inside.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -138,7 +139,7 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
         a_lo, a_hi = lo, hi + 1
         u = 2.0 * w * em1 / ((e + 1.0) * totals)
         v = 2.0 * w / (e + 1.0)
-        kappa = np.zeros(totals.size)
+        kappa: NDArray[np.float64] = np.zeros(totals.size)
         constants = (e, em1, e, 1.0)
     else:
         totals = np.arange(clo, chi + 2, dtype=np.int64)
@@ -149,7 +150,7 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
         w_prev = binomial_pmf(totals - 1, n - 1, pc)
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(totals > 0, 2.0 * q * w_prev / totals, 0.0)
-            kappa = (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0)
+            kappa = cast(NDArray[np.float64], (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0))
         v = one_q * w_t
         kappa = np.asarray(kappa, dtype=np.float64)
         constants = (e, e, e, 0.0)

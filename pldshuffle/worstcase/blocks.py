@@ -14,6 +14,8 @@ import time
 import warnings
 from collections.abc import Callable
 
+from typing import cast
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -187,7 +189,7 @@ def _adaptive_terms(
         log_m = j * per_round
         terms = CHERNOFF_LAMBDAS[None, :] * x[:, None]
         exponent = log_m[None, :] - terms + 4.0 * _U * (log_m[None, :] + np.abs(terms))
-        return np.exp(np.min(exponent, axis=1)) * (1.0 + 8.0 * _U)
+        return cast(NDArray[np.float64], np.exp(np.min(exponent, axis=1)) * (1.0 + 8.0 * _U))
 
     groups = _SHORT_GROUPS if count <= SHORT_LEDGER else _GROUPS
     units = [p for cell in cells for p in _uppers(cell)]  # in the cells' order: neighbouring datasets
@@ -241,7 +243,7 @@ def _adaptive_terms(
         inside = (position >= 0) & (position <= size_r)
         lowered = np.minimum(envelope[position[inside]], values[inside])
         if r == rounds:
-            gain = _epsilon_gain(envelope[position[inside]], lowered, (position[inside] + lo_r) * spacing)
+            gain = _epsilon_gain(envelope[position[inside]], lowered, cast(NDArray[np.float64], (position[inside] + lo_r) * spacing))
         envelope[position[inside]] = lowered
         total = max(d.finite_mass + d.infinity for d in measures)
         try:
@@ -340,7 +342,7 @@ def _split_used_runs(
             break
         usage = np.zeros(len(runs))
         (values,) = adaptive_profile([choice(r) for r in runs], [rounds], spacing, -hi, hi, top, tilts, backend, infinity=infinity, usage=usage)
-        if previous is not None and _epsilon_gain(previous[1], values, x) < _SPLIT_GAIN:
+        if previous is not None and _epsilon_gain(previous[1], values, cast(NDArray[np.float64], x)) < _SPLIT_GAIN:
             return previous[0]  # the last splits did not pay for their cost in the block's recursion
         previous = (runs, values)
         mean = usage.sum() / len(runs)

@@ -43,7 +43,7 @@ def _cover(
     realise_within: float | None = None,
     max_bytes: float = math.inf,
     report: Callable[[str], None] | None = None,
-) -> tuple[list[PrivacyLossPair], tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
+) -> tuple[list[Cell], tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
     """Dominating pairs covering every member, the lower witnesses, and the realised members that attain
     the realisable envelope somewhere (branch and bound; ``report`` hears of it every few seconds).
 
@@ -60,7 +60,7 @@ def _cover(
     sound, only looser -- when the pairs still held would exceed ``max_bytes``.
     """
     cells = list(family.cells) if family.cells is not None else [
-        Cell(make_upper=(lambda p=p: p), label="member") for p in family.upper
+        Cell(make_upper=_constant(p), label="member") for p in family.upper
     ]
     lower_members = list(family.lower) if family.cells is None else []
     lo, size = lattice.range_of([p for c in cells for p in _uppers(c)] + lower_members)
@@ -77,7 +77,7 @@ def _cover(
     # doubled the cover's memory).
     owners: dict[int, list[Cell]] = {}
 
-    def evaluate(cell: Cell, settled: Callable[[NDArray[np.float64]], bool] = lambda up: False):
+    def evaluate(cell: Cell, settled: Callable[[NDArray[np.float64]], bool] = lambda up: False) -> tuple[NDArray[np.float64], list[tuple[PrivacyLossPair, NDArray[np.float64]]]]:
         """``(upper profile, realised members)``; a cell whose upper profile is already ``settled``
         realises no separate lower pair (it could only raise the realisable envelope elsewhere)."""
         up_pairs = _uppers(cell)
@@ -158,6 +158,11 @@ def _cover(
         fresh_scores[index : index + len(fresh)] = [True] * len(fresh)
     realised = prune(realised)
     return [c for c, _ in active], *_witnesses(realised, probe, lo)
+
+
+def _constant(pair: PrivacyLossPair) -> Callable[[], PrivacyLossPair]:
+    """A cell's ``make_upper`` for a single member: the member itself."""
+    return lambda: pair
 
 
 def _uppers(cell: Cell) -> list[PrivacyLossPair]:
@@ -282,10 +287,10 @@ def _held_bytes(active: list, realised: list[tuple[PrivacyLossPair, NDArray[np.f
     measures (a same-data block's are whole compositions, far larger than the pairs)."""
     pairs = _pairs_bytes([p for c, _ in active for p in _uppers(c)] + [p for p, _ in realised])
     profiles = sum(up.nbytes for _, up in active) + sum(profile.nbytes for _, profile in realised)
-    return pairs + profiles + lattice.held_bytes()
+    return int(pairs + profiles + lattice.held_bytes())
 
 
 def _pairs_bytes(pairs: Iterable[PrivacyLossPair]) -> int:
     """Bytes of the distinct pairs: their support arrays and the sums they have cached."""
     held = {id(p): p for p in pairs}
-    return sum(d.held_bytes for p in held.values() for d in p.directions)
+    return int(sum(d.held_bytes for p in held.values() for d in p.directions))

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
+from typing import cast
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -75,7 +77,7 @@ class _Lattice:
 
     def profile(self, pair: PrivacyLossPair, indices: NDArray[np.int64]) -> NDArray[np.float64]:
         """Max over both orders of the pair's lattice profile at the given lattice indices."""
-        return np.max([profile_at(d, indices, self.spacing) for d in self.directions(pair)], axis=0)
+        return cast(NDArray[np.float64], np.max([profile_at(d, indices, self.spacing) for d in self.directions(pair)], axis=0))
 
     def envelope(self, pairs: list[PrivacyLossPair]) -> LatticeDirection:
         return envelope([d for p in pairs for d in self.directions(p)], self.spacing)
@@ -173,7 +175,7 @@ def _chord(left: NDArray[np.float64], right: NDArray[np.float64], step: NDArray[
            spacing: float) -> NDArray[np.float64]:
     """The chord, linear in ``α = e^x``, from ``left`` at ``z_a`` to ``right`` at ``z_{a+width}``, at ``z_{a+step}``."""
     weight = np.expm1(step * spacing) / np.expm1(np.maximum(width, 1) * spacing)
-    return left + weight * (right - left)
+    return cast(NDArray[np.float64], left + weight * (right - left))
 
 
 def envelope(directions: list[LatticeDirection], spacing: float) -> LatticeDirection:

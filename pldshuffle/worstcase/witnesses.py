@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
+from typing import cast
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -220,12 +222,13 @@ def _strategy_values(
     values = adaptive_lower_profile(options, rounds, spacing, -hi, hi, tilts, fft_backend, usage, progress, choices, record)
     mean = max(o.offset_mean for o in options) * rounds
     steps = np.arange(min(int(math.ceil(mean)) + 2, values.size))
-    penalty = rounding_penalty(np.max([o.offset_log_mgf for o in options], axis=0) * rounds, steps)
+    log_mgfs = [o.offset_log_mgf for o in options if o.offset_log_mgf is not None]  # options are merged witnesses: all carry one
+    penalty = rounding_penalty(np.max(log_mgfs, axis=0) * rounds, steps.astype(np.float64))
     shifted = values.copy()
     for k in steps[1:]:
         np.maximum(shifted[k:], values[:-k] - penalty[k], out=shifted[k:])
-    floor = value_floor(options, spacing, own_losses=False)(rounds, np.arange(-hi, hi + 1) * spacing)
-    return np.maximum(np.maximum(shifted, floor), 0.0)
+    floor = value_floor(options, spacing, own_losses=False)(rounds, cast(NDArray[np.float64], np.arange(-hi, hi + 1) * spacing))
+    return cast(NDArray[np.float64], np.maximum(np.maximum(shifted, floor), 0.0))
 
 
 def _from_profile_below(target: NDArray[np.float64], total: float, lo: int, spacing: float) -> LatticeDirection:
@@ -300,7 +303,7 @@ def _greatest_convex_minorant(values: NDArray[np.float64], total: float, lo: int
     alpha = np.concatenate([[0.0], np.exp(z - shift)])
     value = np.concatenate([[total], values])
     hull = lower_hull(alpha, value)
-    return np.interp(alpha[1:], alpha[hull], value[hull])
+    return cast(NDArray[np.float64], np.interp(alpha[1:], alpha[hull], value[hull]))
 
 
 def _lower_witnesses(pairs: tuple[PrivacyLossPair, ...], spacing: float) -> tuple[tuple[LatticeDirection, ...], ...]:
