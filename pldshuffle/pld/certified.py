@@ -32,6 +32,7 @@ the invariant needs each to be a certified lower bound on its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -80,6 +81,8 @@ class CertifiedPLD:
     fft_backend : str
     max_memory_bytes : int
         Refuse (before allocating) a realisation whose working set would exceed this.
+    lower_witnesses : tuple
+        Extra lower combinations of the whole composition (:meth:`add_lower_witness`).
     """
 
     spacing: float
@@ -88,6 +91,7 @@ class CertifiedPLD:
     caveats: tuple[str, ...] = ()
     fft_backend: str = "auto"
     max_memory_bytes: int = 2**31
+    lower_witnesses: tuple[tuple[tuple[LatticeDirection, int], ...], ...] = ()
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ algebra
@@ -109,6 +113,7 @@ class CertifiedPLD:
             terms=self.terms + other.terms,
             is_guarantee=self.is_guarantee and other.is_guarantee,
             caveats=tuple(dict.fromkeys(self.caveats + other.caveats)),
+            lower_witnesses=(),  # a witness of one part is not one of the composition
             _cache={},
         )
 
@@ -116,7 +121,21 @@ class CertifiedPLD:
         """``count``-fold composition with itself."""
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"count must be an integer >= 1, got {count!r}")
-        return replace(self, terms=tuple(t.scaled(int(count)) for t in self.terms), _cache={})
+        return replace(self, terms=tuple(t.scaled(int(count)) for t in self.terms), lower_witnesses=(), _cache={})
+
+    def add_lower_witness(self, combination: Sequence[tuple[LatticeDirection, int]]) -> CertifiedPLD:
+        """This composition with one more lower witness: ``combination``, lattice measures each composed the
+        given number of times, read like the terms' own witnesses (max with the other lower ends).
+
+        The caller proves that the composition of ``combination`` is dominated by the composed mechanism's
+        worst case (e.g. it is a realisable pair of the whole ledger, or a post-processing of one): only then
+        does the lower end stay a lower bound.  It can only raise the lower values.  Composing the result
+        again drops the witness (it bounds this composition, not a longer one).  O(1); realised lazily.
+        """
+        combo = tuple((d, int(n)) for d, n in combination)
+        if not combo or any(n < 1 for _, n in combo):
+            raise ValueError(f"combination must hold at least one (measure, rounds >= 1), got {[n for _, n in combo]!r}")
+        return replace(self, lower_witnesses=self.lower_witnesses + (combo,), _cache={})
 
     def realize(self) -> CertifiedPLD:
         """Realise (and cache) the composition now; later queries only read it.  Returns ``self``."""
@@ -244,9 +263,10 @@ class CertifiedPLD:
         return [tuple(min(w, len(t.lower) - 1) for t in self.terms) for w in range(witnesses)]
 
     def _extra_lower_combinations(self) -> list[Combination]:
-        """Lower combinations beyond the witnesses' (a hook for layers above; none here).  Each must be a
-        certified lower measure of the whole composition; they are sized and realised with the others."""
-        return []
+        """Lower combinations beyond the terms' witnesses: those added by :meth:`add_lower_witness` (a hook for
+        layers above too).  Each must be a certified lower measure of the whole composition; they are sized
+        and realised with the others."""
+        return [list(combo) for combo in self.lower_witnesses]
 
     def _tilts(self, part: str, index: int) -> list[float]:
         """θ = 0 and the saddle points of combination ``index`` of ``part`` (:func:`~pldshuffle.pld.tilts.choose_tilts`, cached)."""

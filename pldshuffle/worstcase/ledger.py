@@ -102,10 +102,11 @@ class LedgerPLD(CertifiedPLD):
         return choices + (mixed.tail_choices(self, choices) if len(self.terms) > 1 else [])
 
     def _extra_lower_combinations(self) -> list[Combination]:
+        extra = super()._extra_lower_combinations()
         term = self.terms[0]
         if len(self.terms) == 1 and term.count == 1 and isinstance(term, WorstCaseTerm) and term.adaptive_lower is not None:
-            return [mixed.adaptive_combination(term)]
-        return []
+            extra.append(mixed.adaptive_combination(term))
+        return extra
 
     def _realize_lower(self) -> list[LowerEnd]:
         composites = super()._realize_lower()
