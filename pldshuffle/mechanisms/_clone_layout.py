@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U, clone_fill_support, clone_loss_range, clone_stream, num_threads
-from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
+from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 from ..pld.discretize import lattice_distributions
 from ._lattice import lattice_window, stream_in_pieces
@@ -210,4 +210,18 @@ def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair
     return (
         PrivacyLossPair(lower, None, label=label + note + ", cell-wise mean-preserving contraction (lower bound)"),
         PrivacyLossPair(upper, None, label=label + note + ", mean-preserving spread (upper bound)"),
+    )
+
+
+def direction_from_log_masses(log_num: NDArray[np.float64], log_den: NDArray[np.float64], truncated: float) -> LossDistribution:
+    """PLD of ``num/den`` from log masses: finite losses where both are positive, infinity mass where ``den = 0``."""
+    finite = np.isfinite(log_num) & np.isfinite(log_den)
+    infinite = np.isfinite(log_num) & ~np.isfinite(log_den)
+    infinity = float(np.exp(log_num[infinite]).sum()) if np.any(infinite) else 0.0
+    # The log-masses are Boost's pmfs (within MASS_RTOL, relative) combined by a few roundings each; their
+    # common factor (the others' labels) cancels.
+    largest = float(np.max(np.maximum(np.abs(log_num[finite]), np.abs(log_den[finite])), initial=0.0))
+    return LossDistribution(
+        log_num[finite] - log_den[finite], np.exp(log_num[finite]), infinity_mass=min(infinity, 1.0), truncated_mass=truncated,
+        loss_error=log_ratio_error(largest, MASS_RTOL),
     )
