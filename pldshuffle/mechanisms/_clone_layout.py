@@ -28,6 +28,7 @@ __all__ = [
     "POINT_SECONDS",
     "STREAM_GRID_BINS",
     "Layout",
+    "direction_from_log_masses",
     "exact_pair",
     "layout",
     "layout_bounds",
