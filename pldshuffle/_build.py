@@ -26,7 +26,7 @@ from .pld.sizing import MemoryBudgetError, check_lattice_span
 from .worstcase.ledger import LedgerPLD
 from .worstcase import MAX_WITNESSES, family_term
 from .pld.fft import release_plans
-from .pld.lattice import lower_direction, upper_direction
+from .pld.lattice import Term, lower_direction, upper_direction
 from .worstcase.terms import WorstCaseTerm
 from .mechanisms.base import PairFamily, ShuffleMechanism
 
@@ -171,7 +171,7 @@ def _build(
     pld: CertifiedPLD | None = None
     blocks = 0
     # Equal same-data blocks (separate compose calls, so separate entries) have the same terms: built once.
-    built: dict[object, tuple[WorstCaseTerm, ...]] = {}
+    built: dict[object, tuple[Term, ...]] = {}
     for (mechanism, same_data), count in entries:
         fam = family(mechanism)
         # (A single round's term holds a query refiner: never shared.)
