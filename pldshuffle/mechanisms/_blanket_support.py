@@ -1,0 +1,325 @@
+"""Supports of the blanket pair: strict (lower, upper) loss distributions (docs/mathematics.md#blanket).
+
+Three evaluations of the same pair, chosen by :mod:`pldshuffle.mechanisms.blanket`:
+
+* :func:`trinomial_bounds` -- hit types with ``π11 = 0`` (k-ary RR, binary RR, Hadamard response with
+  ``K = 4``, OUE/RAPPOR/local hashing with ``d = 2``): the whole pair is a tilted trinomial with outer
+  coordinate ``B``, evaluated by the shared builder of the kRR pairs
+  (:func:`~pldshuffle.mechanisms._krr_support.tilted_trinomial_support`); no grouping.
+* :func:`grouped_bounds` -- any hit model: ``B`` is split into groups of consecutive values, each group
+  replaced by the fixed-``B`` pair at its lowest value (upper) or highest value (lower), and each fixed-``B``
+  pair is a tilted trinomial with outer coordinate ``N11`` (:func:`fixed_b_bounds`) or, for product hit
+  laws, a product of two one-dimensional pairs (:func:`product_fixed_b`, :mod:`pldshuffle._kernels.blanket`);
+  the groups are mixed onto one loss lattice (:class:`LatticeMixture`).
+* :func:`enumerated_pair` -- any finite randomizer, exactly, by enumerating the type counts (tiny ``n``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import gammaln
+
+from .._reporting import build_progress
+from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
+from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window
+from ._blanket_model import HitModel, MatrixTypes
+from ._krr_support import tilted_trinomial_support
+from ._lattice import lattice_distributions
+
+__all__ = [
+    "DEFAULT_GROUP_TOLERANCE",
+    "MAX_ENUMERATED_POINTS",
+    "MIXTURE_BINS",
+    "LatticeMixture",
+    "b_groups",
+    "enumerated_pair",
+    "fixed_b_bounds",
+    "grouped_bounds",
+    "trinomial_bounds",
+]
+
+#: Groups of ``B`` span at most this fraction of their lowest value (at least one value): the relative ε
+#: gap the grouping leaves is about half of it (``ε ∝ B^{-1/2}``).
+DEFAULT_GROUP_TOLERANCE = 5e-5
+#: Lattice cells across the loss range of the most likely group (the mixture lattice); second-order error.
+MIXTURE_BINS = 2**16
+#: The mixture lattice never holds more cells than this (wider ranges of unlikely groups get coarser cells).
+MAX_MIXTURE_CELLS = 2**22
+#: :func:`enumerated_pair` refuses to enumerate more type-count vectors than this.
+MAX_ENUMERATED_POINTS = 2_000_000
+
+
+# ---------------------------------------------------------------------------------------------
+# mixing fixed-B pairs on one lattice
+# ---------------------------------------------------------------------------------------------
+
+
+class LatticeMixture:
+    """Accumulates weighted loss distributions onto the lattice ``z_j = j·h`` as per-cell P-mass and
+    ``e^{-s}``-moment (relative to the cell's left end), growing the lattice as needed.
+
+    ``upper()`` spreads each cell's mass to its two ends (a mean-preserving spread of ``U = e^{-L}`` of the
+    mixture: an upper bound for any composition), ``lower()`` contracts it to the moment point (merging the
+    cell's outcomes, a post-processing: a lower bound), see :mod:`._lattice`.  Infinity and truncated masses
+    are summed with their weights; the losses' error bound is the largest added.  O(points) per ``add``.
+    """
+
+    def __init__(self, spacing: float) -> None:
+        self.spacing = float(spacing)
+        self.j0 = 0
+        self.mass = np.zeros(0)
+        self.tilt = np.zeros(0)
+        self.infinity = 0.0
+        self.truncated = 0.0
+        self.loss_error = 0.0
+
+    def add(self, dist: LossDistribution, weight: float) -> None:
+        """Add ``weight · dist``."""
+        self.infinity += weight * dist.infinity_mass
+        self.truncated += weight * dist.truncated_mass
+        self.loss_error = max(self.loss_error, dist.loss_error)
+        if dist.losses.size == 0 or weight == 0.0:
+            return
+        h = self.spacing
+        j = np.floor(dist.losses / h).astype(np.int64)
+        lo, hi = int(j.min()), int(j.max())
+        if self.mass.size == 0:
+            self.j0, self.mass, self.tilt = lo, np.zeros(hi - lo + 1), np.zeros(hi - lo + 1)
+        elif lo < self.j0 or hi >= self.j0 + self.mass.size:
+            new_j0 = min(lo, self.j0)
+            size = max(hi + 1, self.j0 + self.mass.size) - new_j0
+            mass, tilt = np.zeros(size), np.zeros(size)
+            mass[self.j0 - new_j0 : self.j0 - new_j0 + self.mass.size] = self.mass
+            tilt[self.j0 - new_j0 : self.j0 - new_j0 + self.tilt.size] = self.tilt
+            self.j0, self.mass, self.tilt = new_j0, mass, tilt
+        offset = np.clip(dist.losses - j * h, 0.0, h)
+        m = weight * dist.masses
+        idx = j - self.j0
+        self.mass += np.bincount(idx, weights=m, minlength=self.mass.size)
+        self.tilt += np.bincount(idx, weights=m * np.expm1(-offset), minlength=self.mass.size)
+
+    def _cells(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        # Rounding of the accumulated moments is covered by lattice_distributions' relative slack; the
+        # sums of positive terms err by at most (terms)·u relative, far below it at these sizes.
+        return self.mass, np.minimum(self.tilt, 0.0), min(self.truncated, 1.0)
+
+    def upper(self) -> LossDistribution:
+        mass, tilt, truncated = self._cells()
+        return lattice_distributions(mass, tilt, self.spacing, self.j0, min(self.infinity, 1.0), truncated, self.loss_error)[1]
+
+    def lower(self) -> LossDistribution:
+        mass, tilt, truncated = self._cells()
+        return lattice_distributions(mass, tilt, self.spacing, self.j0, min(self.infinity, 1.0), truncated, self.loss_error)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# the pair with every B at once (π11 = 0)
+# ---------------------------------------------------------------------------------------------
+
+
+def _log_c0(model: HitModel) -> float:
+    """``log c0``, ``c0 = 1/(1 + a·p1)``: the normaliser of ``S_1/(B+1)`` (``E[S_1] = (B+1)/c0``)."""
+    return -math.log1p(model.gain * model.hit_probability)
+
+
+def trinomial_bounds(n: int, model: HitModel, tail_mass: float, context: str, advice: str) -> tuple[LossDistribution, LossDistribution]:
+    """``(lower, upper)`` of the blanket pair of a hit model with ``π11 = 0``, all ``B`` at once.
+
+    ``B ~ Bin(n-1, γ)``; among the ``B + 1`` items the hits ``C = N1 + N2 ~ Bin(B+1, 2π10)`` and
+    ``N1 | C ~ Bin(C, 1/2)`` under the base law, tilted by ``S_1/E[S_1] = c0 (1 + a N1/(B+1))``: the
+    tilted trinomial of :func:`~._krr_support.tilted_trinomial_support` (for k-ary RR this is exactly the
+    weak kRR pair).  Loss ``log(B+1 + a N1) - log(B+1 + a N2)``.
+    """
+    log_c0, log_a = _log_c0(model), math.log(model.gain)
+    return tilted_trinomial_support(
+        outer_trials=n - 1,
+        outer_prob=model.gamma,
+        inner_trials=lambda b: b + 1,
+        inner_prob=2.0 * model.pi10,
+        log_tilt=lambda b: (np.full(b.shape, log_c0), log_c0 + log_a - np.log(b + 1.0)),
+        tail_mass=tail_mass,
+        context=context,
+        advice=advice,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# fixed B, any hit law
+# ---------------------------------------------------------------------------------------------
+
+
+def fixed_b_bounds(b: int, model: HitModel, tail_mass: float, context: str, advice: str) -> tuple[LossDistribution, LossDistribution]:
+    """``(lower, upper)`` of the blanket pair with ``B = b`` revealed, any hit law.
+
+    Among the ``b + 1`` items, under the base law ``Mult(b+1; π)``: ``N11 ~ Bin(b+1, π11)`` items hit both,
+    ``C | N11 ~ Bin(b+1-N11, 2π10/(1-π11))`` hit exactly one, and ``X | C ~ Bin(C, 1/2)`` of those hit
+    ``x_1``.  ``N1 = N11 + X``, ``N2 = N11 + C - X``; ``P = base · c0 (b+1 + a N1)/(b+1)``, ``Q`` the same
+    with ``N2``: a tilted trinomial with outer coordinate ``N11`` and tilt ``A(u) + B·X``,
+    ``A(u) = c0 (b+1 + a u)/(b+1)``, ``B = c0 a/(b+1)``.
+    """
+    log_c0, log_a = _log_c0(model), math.log(model.gain)
+    log_t = math.log(b + 1.0)
+    if model.pi11 > 0.0:
+        outer_trials, outer_prob = b + 1, model.pi11
+        inner_trials: Callable[[NDArray[np.int64]], NDArray[np.int64]] = lambda u: b + 1 - u  # noqa: E731
+        inner_prob = min(1.0, 2.0 * model.pi10 / (1.0 - model.pi11))
+    else:
+        outer_trials, outer_prob = 0, 0.0
+        inner_trials = lambda u: np.full(u.shape, b + 1, dtype=np.int64)  # noqa: E731
+        inner_prob = min(1.0, 2.0 * model.pi10)
+
+    def log_tilt(u: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return log_c0 + np.log(b + 1.0 + model.gain * u) - log_t, np.full(u.shape, log_c0 + log_a - log_t)
+
+    return tilted_trinomial_support(
+        outer_trials=outer_trials,
+        outer_prob=outer_prob,
+        inner_trials=inner_trials,
+        inner_prob=inner_prob,
+        log_tilt=log_tilt,
+        tail_mass=tail_mass,
+        context=context,
+        advice=advice,
+    )
+
+
+def b_groups(n: int, gamma: float, tail_mass: float, tolerance: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], float, float]:
+    """Groups ``[lo_i, hi_i]`` of the window of ``B ~ Bin(n-1, γ)``, their weights and the tails.
+
+    Each group spans ``max(1, ⌊tolerance · lo_i⌋)`` values.  Returns ``(lo, hi, weight, below, above)``:
+    ``below = P[B < window]`` (booked, at ``+inf`` for the upper pair: smaller ``B`` leaks more) and
+    ``above = P[B > window]`` (joined to the top group's upper pair; dropped from the lower).  O(window).
+    """
+    lo, hi, _ = binomial_window(n - 1, gamma, tail_mass)
+    starts = [lo]
+    while True:
+        nxt = starts[-1] + max(1, int(tolerance * starts[-1]))
+        if nxt > hi:
+            break
+        starts.append(nxt)
+    g_lo = np.array(starts, dtype=np.int64)
+    g_hi = np.append(g_lo[1:] - 1, hi)
+    values = np.arange(lo, hi + 1, dtype=np.int64)
+    pmf = binomial_pmf(values, n - 1, gamma)
+    weight = np.add.reduceat(pmf, g_lo - lo)
+    below = float(binomial_cdf(lo - 1, n - 1, gamma)) if lo > 0 else 0.0
+    above = float(binomial_sf(hi, n - 1, gamma)) if hi < n - 1 else 0.0
+    return g_lo, g_hi, weight, below, above
+
+
+def grouped_bounds(
+    n: int,
+    model: HitModel,
+    tail_mass: float,
+    tolerance: float,
+    fixed: Callable[[int], tuple[LossDistribution, LossDistribution]],
+    bins: int = MIXTURE_BINS,
+) -> tuple[LossDistribution, LossDistribution]:
+    """``(lower, upper)`` of the blanket pair from fixed-``B`` pairs over groups of ``B``.
+
+    Adding one more independent blanket draw to the view is a post-processing (the analyst can draw it
+    itself), so the fixed-``B`` pair at ``b`` dominates the one at every ``b' ≥ b``: the mixture (``B``
+    revealed) over groups ``G`` of the pair at ``min G`` dominates the blanket pair, and that of the pair at
+    ``max G`` is dominated by it.  ``fixed(b)`` returns the ``(lower, upper)`` distributions of the pair at
+    ``b``; the upper uses the upper at ``min G``, the lower the lower at ``max G``.  Truncation: the mass
+    of ``B`` below the window is booked at ``+inf`` in the upper (and joined to the lowest group in the
+    lower: any ``b`` below dominates its top); above the window it joins the top group in the upper and is
+    deleted (booked) in the lower.  The groups are mixed onto one lattice (:class:`LatticeMixture`) whose
+    cell is the most likely group's loss range over ``bins``.  Time: (number of groups) × (fixed-``B``
+    cost); memory: the lattice plus one fixed pair.
+    """
+    g_lo, g_hi, weight, below, above = b_groups(n, model.gamma, tail_mass, tolerance)
+    order = np.argsort(-weight, kind="stable")  # the most likely group first: it sets the cell width
+    cache = {int(g_lo[order[0]]): fixed(int(g_lo[order[0]]))}
+    finite = cache[int(g_lo[order[0]])][1].losses
+    width = float(finite.max() - finite.min()) if finite.size > 1 else 0.0
+    spacing = max(width / bins, 2.0 * model.log_ratio / MAX_MIXTURE_CELLS, 1e-300)
+    up, low = LatticeMixture(spacing), LatticeMixture(spacing)
+
+    def pair_at(b: int) -> tuple[LossDistribution, LossDistribution]:
+        return cache.pop(b) if b in cache else fixed(b)
+
+    tick = build_progress(f"blanket pair: {g_lo.size} groups of B")
+    last = g_lo.size - 1
+    for done, i in enumerate(order):
+        tick(done / g_lo.size)
+        at_lo = pair_at(int(g_lo[i]))
+        at_hi = at_lo if g_hi[i] == g_lo[i] else pair_at(int(g_hi[i]))
+        up.add(at_lo[1], weight[i] + (above if i == last else 0.0))
+        low.add(at_hi[0], weight[i] + (below if i == 0 else 0.0))
+    up.truncated += below
+    low.truncated += above
+    return low.lower(), up.upper()
+
+
+# ---------------------------------------------------------------------------------------------
+# exact enumeration of type counts (any finite randomizer, tiny n)
+# ---------------------------------------------------------------------------------------------
+
+
+def _compositions(total: int, parts: int) -> NDArray[np.int64]:
+    """All vectors of ``parts`` non-negative integers summing to ``total`` (stars and bars)."""
+    if parts == 1:
+        return np.array([[total]], dtype=np.int64)
+    rows = []
+    for bars in itertools.combinations(range(total + parts - 1), parts - 1):
+        edges = (-1, *bars, total + parts - 1)
+        rows.append([edges[i + 1] - edges[i] - 1 for i in range(parts)])
+    return np.array(rows, dtype=np.int64)
+
+
+def enumerated_size(n: int, types: int) -> int:
+    """Number of type-count vectors :func:`enumerated_pair` visits: ``Σ_{b<n} C(b+types, types-1) = C(n+types, types) - 1``."""
+    return math.comb(n + types, types) - 1 if types else 0
+
+
+def enumerated_pair(n: int, types: MatrixTypes, label: str) -> PrivacyLossPair:
+    """The blanket pair of one ordered victim pair, exactly (both directions), by enumerating the type
+    counts ``c`` of the ``B + 1`` items for every ``B = 0..n-1``.
+
+    ``P(B, c) = Bin(n-1, γ)(B) · Mult(B+1; ω)(c) · S_1/(B+1)`` with ``S_j = Σ_t c_t r_j(t)`` (and ``Q`` with
+    ``S_2``), plus the victim-only outputs (masses ``R(x1)(y)``, ``R(x2)(y)``, ``B`` irrelevant).  Losses
+    ``log S_1 - log S_2``.  No truncation.  O(:func:`enumerated_size`) time and memory.
+    """
+    m = types.prob.size
+    log_fwd, log_bwd, loss = [], [], []
+    if m and types.gamma > 0.0:
+        log_prob = np.log(types.prob)
+        for b in range(n):
+            w = float(binomial_logpmf(np.array([b]), n - 1, min(types.gamma, 1.0))[0]) if types.gamma < 1.0 else (0.0 if b == n - 1 else -math.inf)
+            if w == -math.inf:
+                continue
+            c = _compositions(b + 1, m)
+            log_mult = gammaln(b + 2.0) - gammaln(c + 1.0).sum(axis=1) + c @ log_prob
+            s1, s2 = c @ types.r1, c @ types.r2
+            base = w + log_mult - math.log(b + 1.0)
+            log_fwd.append(base + np.log(s1))
+            log_bwd.append(base + np.log(s2))
+            loss.append(np.log(s1) - np.log(s2))
+    if log_fwd:
+        lf, lb, ls = np.concatenate(log_fwd), np.concatenate(log_bwd), np.concatenate(loss)
+    else:
+        lf = lb = ls = np.zeros(0)
+    # Masses below ~1e-307 may round to 0: book that much per point as truncated.
+    lost_f, lost_b = float(np.sum(lf < -700.0)) * 1e-304, float(np.sum(lb < -700.0)) * 1e-304
+    vp, vq = types.victim_p, types.victim_q
+    both = (vp > 0) & (vq > 0)
+    with np.errstate(divide="ignore"):
+        v_loss = np.log(vp[both]) - np.log(vq[both])
+    # Masses from Boost / gammaln in log space: relative error ~1e-12 (log_ratio_error books it).
+    largest = float(np.max(np.abs(np.concatenate([lf, lb])), initial=0.0)) + 1.0
+    error = log_ratio_error(largest, 1e-11)
+    forward = LossDistribution(
+        np.concatenate([ls, v_loss]), np.concatenate([np.exp(lf), vp[both]]),
+        infinity_mass=min(float(vp[vq == 0].sum()), 1.0), truncated_mass=min(lost_f, 1.0), loss_error=error,
+    )
+    backward = LossDistribution(
+        np.concatenate([-ls, -v_loss]), np.concatenate([np.exp(lb), vq[both]]),
+        infinity_mass=min(float(vq[vp == 0].sum()), 1.0), truncated_mass=min(lost_b, 1.0), loss_error=error,
+    )
+    return PrivacyLossPair(forward, backward, label=label)
