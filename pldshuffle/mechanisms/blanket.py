@@ -44,13 +44,15 @@ from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_type
 from ._blanket_support import (
     DEFAULT_GROUP_TOLERANCE,
     MAX_ENUMERATED_POINTS,
-    b_groups,
+    b_points,
     enumerated_pair,
     enumerated_size,
     fixed_b_bounds,
     grouped_bounds,
+    hit_width,
     trinomial_bounds,
 )
+from ._blanket_product import product_bounds
 from .base import DEFAULT_TAIL_MASS
 
 __all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
@@ -58,9 +60,21 @@ __all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
 #: A finite randomizer with more distinct victim pairs than this is not analysed by the blanket pair (the
 #: envelope would build one pair per victim pair): :class:`ShuffledLDP` falls back to the clone pair.
 MAX_VICTIM_PAIRS = 64
-#: Product hit laws use the product evaluation when the point mass ``λ`` of the split costs at most this
-#: much of ``δ`` (``(n-1)·λ + λ'``, see :func:`~._blanket_support.product_fixed_b`).
+#: Product hit laws use the product evaluation when the point mass ``λ`` of their split costs at most this
+#: much probability (``n·λ``, see :mod:`._blanket_product`); otherwise the grouped trinomial evaluation.
 PRODUCT_SLACK = 1e-13
+
+
+#: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
+_PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.03, 0.05, 2e-8
+
+
+def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
+    """Rough support of :func:`~._blanket_support.trinomial_bounds`: the box of its three windows, halved."""
+    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+    b = (n - 1) * model.gamma
+    widths = [z * math.sqrt(max(v, 0.0)) + 1.0 for v in (b * (1.0 - model.gamma), b * 2.0 * model.pi10, b * model.pi10)]
+    return 0.5 * math.prod(widths)
 
 
 def check_participation(value: object) -> float:
@@ -164,9 +178,8 @@ class BlanketPair:
         if model.pi11 == 0.0:
             return _Plan("trinomial", model, victims=victims)
         split = model.product_split()
-        if split is not None and _product_available():
-            p, lam = split
-            if (self.num_users - 1) * lam + lam <= PRODUCT_SLACK:
+        if split is not None:
+            if self.num_users * split[1] <= PRODUCT_SLACK:
                 return _Plan("product", model, victims=victims)
         return _Plan("grouped", model, victims=victims)
 
@@ -187,7 +200,35 @@ class BlanketPair:
         grouped = [p for p in self._plans if p.method in ("product", "grouped")]
         if not grouped:
             return 0
-        return max(b_groups(self.num_users, p.model.gamma, tail_mass, self.group_tolerance)[0].size for p in grouped)  # type: ignore[union-attr]
+        return max(b_points(self.num_users, p.model.gamma, tail_mass, self.group_tolerance).size for p in grouped)  # type: ignore[union-attr]
+
+    def build_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """Rough seconds of :meth:`pair_bounds` on a 2-core machine, O(groups) (for the accountant's warning).
+
+        Calibrated on OUE/Hadamard/kRR runs: ~30 ms per group of ``B`` for the product evaluation, ~20 ns per
+        support point of each fixed-``B`` trinomial (plus ~50 ms of set-up per group) for the grouped one.
+        """
+        total = 0.0
+        for plan in self._plans:
+            if plan.method == "krr":
+                from .krr import ShuffledKRR
+
+                d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
+                total += ShuffledKRR(self.num_users, d, local_epsilon=float(self.randomizer.local_epsilon)).family_seconds(tail_mass=tail_mass)
+            elif plan.method == "trinomial":
+                total += _TRINOMIAL_POINT_SECONDS * _trinomial_points(self.num_users, plan.model, tail_mass)  # type: ignore[arg-type]
+            elif plan.method in ("product", "grouped"):
+                model = plan.model
+                assert model is not None
+                groups = b_points(self.num_users, model.gamma, tail_mass, self.group_tolerance).size
+                if plan.method == "product":
+                    total += _PRODUCT_GROUP_SECONDS * groups
+                else:
+                    b = (self.num_users - 1) * model.gamma
+                    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+                    widths = [z * math.sqrt(max(v, 0.0)) + 1.0 for v in (b * model.pi11, b * 2.0 * model.pi10, b * model.pi10)]
+                    total += groups * (_GROUP_SECONDS + _TRINOMIAL_POINT_SECONDS * 0.5 * math.prod(widths))
+        return total
 
     def describe(self) -> str:
         """One line: the randomizer, n, participation and how the pair is evaluated."""
@@ -232,22 +273,15 @@ class BlanketPair:
         if plan.method == "trinomial":
             lower, upper = trinomial_bounds(n, model, tail, context, advice)
         elif plan.method == "product":
-            from ._blanket_product import product_fixed_b
-
-            lower, upper = grouped_bounds(n, model, tail, self.group_tolerance, lambda b: product_fixed_b(b, model, tail))
+            lower, upper = product_bounds(n, model, tail, self.group_tolerance)
         else:
             lower, upper = grouped_bounds(
-                n, model, tail, self.group_tolerance, lambda b: fixed_b_bounds(b, model, tail, context, advice)
+                n, model.gamma, tail, self.group_tolerance,
+                lambda b, _h: fixed_b_bounds(b, model, tail, context, advice),
+                lambda b: hit_width(b, model, tail), model.log_ratio,
             )
         if lower is upper:
             pair = PrivacyLossPair(upper, None, label=label)
             return pair, pair
         return PrivacyLossPair(lower, None, label=label + " (lower bound)"), PrivacyLossPair(upper, None, label=label + " (upper bound)")
 
-
-def _product_available() -> bool:
-    try:
-        from . import _blanket_product  # noqa: F401
-    except ImportError:  # pragma: no cover - during development only
-        return False
-    return True
