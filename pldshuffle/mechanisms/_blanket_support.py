@@ -7,10 +7,10 @@ Three evaluations of the same pair, chosen by :mod:`pldshuffle.mechanisms.blanke
   coordinate ``B``, evaluated by the shared builder of the kRR pairs
   (:func:`~pldshuffle.mechanisms._krr_support.tilted_trinomial_support`); no grouping.
 * :func:`grouped_bounds` -- any hit model: ``B`` is split into groups of consecutive values, each group
-  replaced by the fixed-``B`` pair at its lowest value (upper) or highest value (lower), and each fixed-``B``
-  pair is a tilted trinomial with outer coordinate ``N11`` (:func:`fixed_b_bounds`) or, for product hit
-  laws, a product of two one-dimensional pairs (:func:`product_fixed_b`, :mod:`pldshuffle._kernels.blanket`);
-  the groups are mixed onto one loss lattice (:class:`LatticeMixture`).
+  replaced by the fixed-``B`` pair at its lowest value (upper) or highest value (lower); each fixed-``B``
+  pair is enumerated over ``(N1, N2)`` (:func:`fixed_b_bounds`) or, for product hit laws, is a product of
+  two one-dimensional pairs (:mod:`._blanket_product`); the groups are mixed onto one loss lattice
+  (:class:`LatticeMixture`).
 * :func:`enumerated_pair` -- any finite randomizer, exactly, by enumerating the type counts (tiny ``n``).
 """
 
@@ -26,9 +26,10 @@ from scipy.special import gammaln
 
 from .._reporting import build_progress
 from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
-from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window
+from .._kernels import UNIT_ROUNDOFF
+from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 from ._blanket_model import HitModel, MatrixTypes
-from ._krr_support import tilted_trinomial_support
+from ._krr_support import tilted_trinomial_support, tilted_windows
 from ._lattice import lattice_distributions
 
 __all__ = [
@@ -155,39 +156,48 @@ def trinomial_bounds(n: int, model: HitModel, tail_mass: float, context: str, ad
 # ---------------------------------------------------------------------------------------------
 
 
-def fixed_b_bounds(b: int, model: HitModel, tail_mass: float, context: str, advice: str) -> tuple[LossDistribution, LossDistribution]:
-    """``(lower, upper)`` of the blanket pair with ``B = b`` revealed, any hit law.
+def fixed_b_bounds(b: int, model: HitModel, tail_mass: float) -> tuple[LossDistribution, LossDistribution]:
+    """The blanket pair with ``B = b`` revealed, any hit law, exactly on a truncated support (``lower is upper``).
 
-    Among the ``b + 1`` items, under the base law ``Mult(b+1; π)``: ``N11 ~ Bin(b+1, π11)`` items hit both,
-    ``C | N11 ~ Bin(b+1-N11, 2π10/(1-π11))`` hit exactly one, and ``X | C ~ Bin(C, 1/2)`` of those hit
-    ``x_1``.  ``N1 = N11 + X``, ``N2 = N11 + C - X``; ``P = base · c0 (b+1 + a N1)/(b+1)``, ``Q`` the same
-    with ``N2``: a tilted trinomial with outer coordinate ``N11`` and tilt ``A(u) + B·X``,
-    ``A(u) = c0 (b+1 + a u)/(b+1)``, ``B = c0 a/(b+1)``.
+    Among the ``m = b + 1`` items, under the base law ``Mult(m; π)``: ``N1 ~ Bin(m, p1)``, and given ``N1 = k``
+    the hits of ``x_2`` are ``N2 = Bin(k, α) + Bin(m - k, β)`` (independent), ``α = π11/p1``,
+    ``β = π10/(1 - p1)``; ``P = base · t(N1)``, ``t(k) = (m + a k)/(m(1 + a p1))`` (``Q``: the same in ``N2``),
+    loss ``ℓ(N1) - ℓ(N2)``, ``ℓ(k) = log1p(a(k - m p1)/(m(1 + a p1)))``.  The law of ``N2 | N1 = k`` is the
+    direct convolution of the two binomials on their windows.
+
+    Truncation: ``N1`` to the window of :func:`~._krr_support.tilted_windows` (drops ``t0·q0 + t1·q1`` of
+    ``P``), each conditional binomial to its window of tail ``tail_mass`` (dropping, exactly, ``T(k)`` times
+    their tails); booked.  O(W1·(WA + WB)) points and O(W1·WA·WB) time for windows of widths ``W``
+    (~b^{3/2}): fine up to ``b`` of a few thousands.
     """
-    log_c0, log_a = _log_c0(model), math.log(model.gain)
-    log_t = math.log(b + 1.0)
-    if model.pi11 > 0.0:
-        outer_trials, outer_prob = b + 1, model.pi11
-        inner_trials: Callable[[NDArray[np.int64]], NDArray[np.int64]] = lambda u: b + 1 - u  # noqa: E731
-        inner_prob = min(1.0, 2.0 * model.pi10 / (1.0 - model.pi11))
-    else:
-        outer_trials, outer_prob = 0, 0.0
-        inner_trials = lambda u: np.full(u.shape, b + 1, dtype=np.int64)  # noqa: E731
-        inner_prob = min(1.0, 2.0 * model.pi10)
-
-    def log_tilt(u: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        return log_c0 + np.log(b + 1.0 + model.gain * u) - log_t, np.full(u.shape, log_c0 + log_a - log_t)
-
-    return tilted_trinomial_support(
-        outer_trials=outer_trials,
-        outer_prob=outer_prob,
-        inner_trials=inner_trials,
-        inner_prob=inner_prob,
-        log_tilt=log_tilt,
-        tail_mass=tail_mass,
-        context=context,
-        advice=advice,
-    )
+    m, a, p1 = b + 1, model.gain, model.hit_probability
+    alpha = model.pi11 / p1 if p1 > 0.0 else 0.0
+    beta = min(1.0, model.pi10 / (1.0 - p1)) if p1 < 1.0 else 0.0
+    lo, hi, q0, q1 = (int(v[0]) if i < 2 else float(v[0]) for i, v in enumerate(tilted_windows(np.array([m]), p1, tail_mass)))
+    k = np.arange(lo, hi + 1, dtype=np.int64)
+    denom = m * (1.0 + a * p1)
+    t0, t1 = 1.0 / (1.0 + a * p1), (1.0 + a) / (1.0 + a * p1)
+    dropped = t0 * q0 + t1 * q1
+    tilt_k = np.exp(binomial_logpmf(k, m, p1)) * ((m + a * k) / denom)  # P(N1 = k)
+    a_lo, a_hi = binomial_windows(k, alpha, tail_mass)
+    b_lo, b_hi = binomial_windows(m - k, beta, tail_mass)
+    drop_a = binomial_cdf(a_lo - 1, k, alpha) + binomial_sf(a_hi, k, alpha)
+    drop_b = binomial_cdf(b_lo - 1, m - k, beta) + binomial_sf(b_hi, m - k, beta)
+    dropped += float(np.sum(tilt_k * (drop_a + drop_b)))
+    losses, masses = [], []
+    ell = lambda v: np.log1p(a * (v - m * p1) / denom)  # noqa: E731
+    for i in range(k.size):
+        pa = binomial_pmf(np.arange(a_lo[i], a_hi[i] + 1), k[i], alpha)
+        pb = binomial_pmf(np.arange(b_lo[i], b_hi[i] + 1), m - k[i], beta)
+        n2 = a_lo[i] + b_lo[i] + np.arange(pa.size + pb.size - 1)
+        masses.append(tilt_k[i] * np.convolve(pa, pb))
+        losses.append(ell(float(k[i])) - ell(n2.astype(np.float64)))
+    loss = np.concatenate(losses)
+    # ℓ: log1p of a quotient of a few rounded operations (relative error ≤ 8u of the argument); two per loss.
+    error = 2.0 * log_ratio_error(float(np.max(np.abs(loss), initial=0.0)), 8.0 * UNIT_ROUNDOFF)
+    # Boost pmfs (MASS_RTOL) and direct convolutions of positive terms (≤ width·u relative).
+    exact = LossDistribution(loss, np.concatenate(masses), truncated_mass=min(dropped, 1.0), loss_error=error)
+    return exact, exact
 
 
 def hit_width(b: int, model: HitModel, tail_mass: float) -> float:

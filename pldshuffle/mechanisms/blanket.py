@@ -66,7 +66,8 @@ PRODUCT_SLACK = 1e-13
 
 
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
-_PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.03, 0.05, 2e-8
+_PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 0.005, 2e-8
+_CONVOLUTION_SECONDS, _POINT_SECONDS = 1e-9, 1e-7
 
 
 def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
@@ -226,8 +227,8 @@ class BlanketPair:
                 else:
                     b = (self.num_users - 1) * model.gamma
                     z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
-                    widths = [z * math.sqrt(max(v, 0.0)) + 1.0 for v in (b * model.pi11, b * 2.0 * model.pi10, b * model.pi10)]
-                    total += groups * (_GROUP_SECONDS + _TRINOMIAL_POINT_SECONDS * 0.5 * math.prod(widths))
+                    width = z * math.sqrt(b * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
+                    total += groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
         return total
 
     def describe(self) -> str:
@@ -277,7 +278,7 @@ class BlanketPair:
         else:
             lower, upper = grouped_bounds(
                 n, model.gamma, tail, self.group_tolerance,
-                lambda b, _h: fixed_b_bounds(b, model, tail, context, advice),
+                lambda b, _h: fixed_b_bounds(b, model, tail),
                 lambda b: hit_width(b, model, tail), model.log_ratio,
             )
         if lower is upper:

@@ -72,6 +72,7 @@ from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .labelled_clones import LabelledClonePair
 
 __all__ = [
+    "BLANKET_DEFAULT_SECONDS",
     "EXACT_SUPPORT_LIMIT",
     "MAX_EXACT_SUPPORT",
     "MAX_STREAMED_SUPPORT",
@@ -117,6 +118,10 @@ _CAVEATS = {
     ),
 }
 _DEFAULT = "default"
+#: The default reduction with a randomizer is the blanket pair unless its estimated build time
+#: (:meth:`~pldshuffle.mechanisms.blanket.BlanketPair.build_seconds`) is above this; then the labelled clone
+#: pair ``"randomizer"`` (the caveats say so).  ``reduction="blanket"`` always computes it.
+BLANKET_DEFAULT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,8 @@ class ShuffledLDP(ShuffleMechanism):
         (then it must be omitted or equal the randomizer's true ε0).
     reduction : {"blanket", "fmt20", "fmt23", "randomizer", "khh21", "wang24"}, optional
         Default: ``"blanket"`` when a randomizer is given (the tightest proven choice; ``"randomizer"`` where
-        the blanket pair is not available, said in the caveats), else ``"fmt20"``.
+        the blanket pair is not available or estimated to take more than :data:`BLANKET_DEFAULT_SECONDS`,
+        as the caveats say), else ``"fmt20"``.
 
         * ``"blanket"``: the blanket pair of the randomizer
           (:class:`~pldshuffle.mechanisms.blanket.BlanketPair`; Balle, Bell, Gascón, Nissim, CRYPTO 2019):
@@ -225,7 +231,11 @@ class ShuffledLDP(ShuffleMechanism):
             reduction = "fmt20"
             if self.randomizer is not None:
                 reduction = "blanket"
-                fallback = self._blanket_pair().unavailable
+                blanket = self._blanket_pair()
+                fallback = blanket.unavailable
+                if not fallback and blanket.build_seconds() > BLANKET_DEFAULT_SECONDS:
+                    fallback = (f"its estimated build time, {blanket.build_seconds():.3g} s, is above {BLANKET_DEFAULT_SECONDS:g} s; "
+                                "pass reduction='blanket' to compute it anyway")
                 if fallback:
                     reduction = "randomizer"
         else:
