@@ -25,11 +25,11 @@ def blanket_pair(matrix, n: int, x1: int, x2: int) -> tuple[dict, dict]:
     outputs = range(len(matrix[0]))
     m = [min(row[y] for row in matrix) for y in outputs]
     gamma = sum(m)
-    omega = [v / gamma for v in m]
+    omega = [v / gamma if gamma else 0 for v in m]  # γ = 0: no blanket, B = 0
     P: dict = {}
     Q: dict = {}
     for b in range(n):
-        w = math.comb(n - 1, b) * gamma**b * (1 - gamma) ** (n - 1 - b)
+        w = math.comb(n - 1, b) * gamma**b * (1 - gamma) ** (n - 1 - b) if gamma else int(b == 0)
         if w == 0:
             continue
         for draws in itertools.product([y for y in outputs if omega[y] > 0], repeat=b):

@@ -30,6 +30,8 @@ from ..randomizers.named import RAPPOR, OUE, BinaryRR, HadamardResponse, KaryRR,
 
 __all__ = ["HitModel", "MatrixTypes", "hit_model", "hit_model_of_types", "matrix_types"]
 
+#: Hit models with a larger ``log E`` are left to enumeration (``E - 1`` must be a finite double).
+MAX_LOG_RATIO = 500.0
 #: Two ``ρ`` values (or type probabilities) equal within this relative tolerance are the same type.
 TYPE_RTOL = 1e-12
 
@@ -193,7 +195,7 @@ def hit_model_of_types(types: MatrixTypes) -> HitModel | None:
         return None
     low = float(min(types.r1.min(), types.r2.min()))
     high = float(max(types.r1.max(), types.r2.max()))
-    if not high > low * (1.0 + TYPE_RTOL):
+    if not high > low * (1.0 + TYPE_RTOL) or math.log(high) - math.log(low) > MAX_LOG_RATIO:
         return None
 
     def level(r: NDArray[np.float64]) -> NDArray[np.int64] | None:
@@ -209,7 +211,7 @@ def hit_model_of_types(types: MatrixTypes) -> HitModel | None:
     if not math.isclose(pi[1, 0], pi[0, 1], rel_tol=1e-10, abs_tol=1e-300):
         return None
     pi10 = 0.5 * (pi[1, 0] + pi[0, 1])
-    return HitModel(types.gamma, math.log(high / low), float(pi[1, 1]), float(pi10))
+    return HitModel(types.gamma, math.log(high) - math.log(low), float(pi[1, 1]), float(pi10))
 
 
 def participating_matrix(matrix: NDArray[np.float64], q: float) -> NDArray[np.float64]:

@@ -134,8 +134,8 @@ class BlanketPair:
             raise TypeError(f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}")
         object.__setattr__(self, "participation", check_participation(self.participation))
         tol = check_real("group_tolerance", self.group_tolerance)
-        if not 0.0 <= tol <= 0.1:
-            raise ValueError(f"group_tolerance must lie in [0, 0.1], got {self.group_tolerance!r}")
+        if not 0.0 <= tol <= 1.0:
+            raise ValueError(f"group_tolerance must lie in [0, 1], got {self.group_tolerance!r}")
         plans, reason = self._plan()
         object.__setattr__(self, "_plans", plans)
         object.__setattr__(self, "unavailable", reason)
