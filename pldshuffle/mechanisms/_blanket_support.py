@@ -347,8 +347,8 @@ def enumerated_pair(n: int, types: MatrixTypes, label: str) -> PrivacyLossPair:
             if w == -math.inf:
                 continue
             c = _compositions(b + 1, m)
-            log_mult = gammaln(b + 2.0) - gammaln(c + 1.0).sum(axis=1) + c @ log_prob
-            s1, s2 = c @ types.r1, c @ types.r2
+            log_mult = gammaln(b + 2.0) - gammaln(c + 1.0).sum(axis=1) + (c * log_prob).sum(axis=1)  # no BLAS
+            s1, s2 = (c * types.r1).sum(axis=1), (c * types.r2).sum(axis=1)
             base = w + log_mult - math.log(b + 1.0)
             log_fwd.append(base + np.log(s1))
             log_bwd.append(base + np.log(s2))
