@@ -41,7 +41,7 @@ from ._binomial import binomial_logpmf
 from ._blanket_model import HitModel
 from ._blanket_support import grouped_bounds
 from ._krr_support import tilted_windows
-from ._lattice import spread_to_ends
+from ..pld.discretize import spread_to_ends
 
 __all__ = ["COMPONENT_CELLS", "product_bounds", "product_fixed_b"]
 

@@ -30,7 +30,7 @@ from .._kernels import UNIT_ROUNDOFF
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 from ._blanket_model import HitModel, MatrixTypes
 from ._krr_support import tilted_trinomial_support, tilted_windows
-from ._lattice import lattice_distributions
+from ..pld.discretize import lattice_distributions
 
 __all__ = [
     "DEFAULT_GROUP_TOLERANCE",

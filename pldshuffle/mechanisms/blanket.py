@@ -61,8 +61,9 @@ __all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
 #: envelope would build one pair per victim pair): :class:`ShuffledLDP` falls back to the clone pair.
 MAX_VICTIM_PAIRS = 64
 #: Product hit laws use the product evaluation when the point mass ``λ`` of their split costs at most this
-#: much probability (``n·λ``, see :mod:`._blanket_product`); otherwise the grouped trinomial evaluation.
-PRODUCT_SLACK = 1e-13
+#: much probability (``n·λ``, see :mod:`._blanket_product`: the lower pair loses a fraction ``≤ n·λ`` of its
+#: mass, moving ε by far less than the 1e-4 gap), otherwise the (N1, N2) enumeration.
+PRODUCT_SLACK = 1e-6
 
 
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
