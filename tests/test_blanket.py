@@ -215,3 +215,21 @@ def test_clone_reductions_accept_participation_unchanged():
     b = ps.ShuffledLDP(1000, randomizer=OUE(16, 1.0), reduction="fmt20").pair_family()
     assert any("participation" in c for c in a.caveats)
     assert a.upper[0].forward.support_size == b.upper[0].forward.support_size
+
+
+def test_cli_participation_and_blanket(capsys):
+    import json
+
+    from pldshuffle.cli import main
+
+    argv = ["epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "4", "--num-users", "2000",
+            "--local-epsilon", "2", "--delta", "1e-6", "--json", "--quiet"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--participation", "0.5", "--reduction", "blanket"]) == 0
+    half = json.loads(capsys.readouterr().out)
+    (entry,) = half["mechanisms"]
+    assert default["mechanisms"][0]["parameters"]["reduction"] == "blanket"
+    assert entry["parameters"]["participation"] == 0.5 and half["upper"] < default["lower"]
+    assert main([*argv, "--participation", "0"]) == 2
+    assert "--participation must lie in (0, 1]" in capsys.readouterr().err
