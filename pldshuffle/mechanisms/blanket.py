@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
 from .._validation import check_num_users, check_probability, check_real
 from ..pld import PrivacyLossPair
-from ..randomizers.base import Finite, Randomizer
+from ..randomizers.base import Randomizer
 from ..randomizers.named import BinaryRR, KaryRR
 from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
 from ._blanket_support import (

@@ -383,7 +383,7 @@ class ShuffledLDP(ShuffleMechanism):
         )
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
-        caveats = _CAVEATS[self.reduction]
+        caveats: tuple[str, ...] = _CAVEATS[self.reduction]
         guarantee = self.reduction not in ("khh21", "wang24")
         if self.reduction == "fmt23" and self.randomizer is not None:
             if self.randomizer.in_fmt23_class:
