@@ -115,15 +115,31 @@ class BlanketPair:
         Probability ``q ∈ (0, 1]`` that a user reports (Poisson participation; the analyst sees how many
         reports arrived).  ``1``: everybody reports.
     group_tolerance : float
-        Groups of ``B`` (where grouping is used) span at most this fraction of their lowest value; the
-        relative ε gap it leaves is about half of it.
+        In ``[0, 1]``.  Groups of ``B`` (where grouping is used) near its mode span this fraction of their
+        lowest value (wider in the tails); the relative ε gap it leaves is about 0.7 times it.
+
+    Attributes
+    ----------
+    unavailable : str
+        Why no evaluation applies (empty when one does); :meth:`pair_bounds` then raises ``ValueError``.
 
     Notes
     -----
-    One pair serves every victim pair of the named randomizers (they are symmetric: a permutation of
-    inputs and outputs maps any victim pair to any other, so every victim pair has the same types);
+    One pair serves every victim pair of the named randomizers: their type law (``HitModel``, closed forms
+    in docs/mathematics.md#blanket) is the same for every pair of distinct inputs and symmetric in the two;
     a :class:`~pldshuffle.randomizers.Finite` randomizer gets one pair per distinct victim pair (both
-    directions in each), whose worst case the accountant takes.
+    directions in each), whose worst case the accountant takes.  :attr:`methods` names the evaluation per
+    pair and :meth:`build_seconds` estimates its time.
+
+    Examples
+    --------
+    >>> from pldshuffle.randomizers import OUE
+    >>> bp = BlanketPair(10_000, OUE(1024, 1.0))
+    >>> bp.methods
+    ('product',)
+    >>> (lower,), (upper,) = bp.pair_bounds()
+    >>> bool(lower.delta_bounds(0.05)[0][0] <= upper.delta_bounds(0.05)[1][0])
+    True
     """
 
     num_users: int
