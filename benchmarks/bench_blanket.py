@@ -29,7 +29,7 @@ row, no scale rows.
 
 Run: ``python -m benchmarks.bench_blanket [--quick] [--part gain|rounds|scale|all] [--only NAME ...]
 [--out PATH]`` (default ``benchmarks/results/blanket.json``; ``--quick``: ``blanket-quick.json``), or as
-part of ``python -m benchmarks all``.  The figure ``docs/_static/blanket_vs_clones.png`` is drawn from the
+part of ``python -m benchmarks all``; ``--table JSON`` prints the ratio tables of docs/randomizers.md.  The figure ``docs/_static/blanket_vs_clones.png`` is drawn from the
 JSON by ``python -m benchmarks.figures --only blanket_vs_clones``.
 """
 
@@ -277,6 +277,46 @@ def run(quick: bool = False, *, parts: tuple[str, ...] = ("gain", "rounds", "sca
     return {"rows": rows, "comparisons": [], "meta": {"suite": "blanket", "quick": quick, "parts": list(parts), "only": list(only)}}
 
 
+# ---------------------------------------------------------------------------------------------- tables
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _power(n: int) -> str:
+    k = round(math.log10(n))
+    return f"10{str(k).translate(_SUPERSCRIPT)}" if 10**k == n else f"{n:,}"
+
+
+def ratio_table(payload: dict[str, Any], *, part: str = "gain") -> str:
+    """Markdown table of ``clone / blanket`` ratios (δ = 1e-6 · δ = 1e-9) and the blanket ε at δ = 1e-6.
+
+    One line per randomizer and n, one column per ε0; skipped rows show why in a footnote mark.
+    """
+    cells: dict[tuple[str, int], dict[float, str]] = {}
+    eps0s: set[float] = set()
+    rows = [r for r in payload["rows"] if r["case"].startswith(f"blanket_{part}_")]
+    for r in rows:
+        p = r["parameters"]
+        if p["delta"] != DELTAS[0]:
+            continue
+        eps0s.add(p["eps0"])
+        key = (p["name"], p["n"])
+        if r["status"] != "ok":
+            cells.setdefault(key, {})[p["eps0"]] = "skipped†" if r["status"] == "skipped" else "error"
+            continue
+        other = next((o for o in rows if o["status"] == "ok" and o["parameters"] == {**p, "delta": DELTAS[1]}), None)
+        r9 = f" · {other['extra']['clone_over_blanket']:.2f}×" if other else ""
+        cells.setdefault(key, {})[p["eps0"]] = f"{r['extra']['clone_over_blanket']:.2f}×{r9} ({r['upper']:.3g})"
+    columns = sorted(eps0s)
+    lines = ["| randomizer | n | " + " | ".join(f"ε0 = {e:g}" for e in columns) + " |", "|---|---|" + "---|" * len(columns)]
+    order = list(LABELS)
+    last = None
+    for name, n in sorted(cells, key=lambda k: (order.index(k[0]), k[1])):
+        label = LABELS[name] if name != last else "〃"
+        last = name
+        lines.append(f"| {label} | {_power(n)} | " + " | ".join(cells[name, n].get(e, "–") for e in columns) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="OUE d=32 and k-ary RR d=10, n <= 1e4, ε0 in {1, 4}, one 64-round row, no scale rows (< 1 min)")
@@ -284,7 +324,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="*", default=[], help="case names (gain/rounds: oue_1024, krr_10, ...; scale: oue_1e6_64_rounds, ...)")
     parser.add_argument("--max-seconds", type=float, default=MAX_BLANKET_SECONDS, help="skip blanket pairs estimated slower than this")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--table", type=Path, default=None, metavar="JSON",
+                        help="print the Markdown ratio tables (one round and 64 rounds) of a results file and exit")
     args = parser.parse_args(argv)
+    if args.table is not None:
+        payload = json.loads(args.table.read_text(encoding="utf-8"))
+        print(ratio_table(payload, part="gain") + "\n\n" + ratio_table(payload, part="rounds"))
+        return
     parts = ("gain", "rounds", "scale") if args.part == "all" else (args.part,)
     out = args.out or RESULTS / ("blanket-quick.json" if args.quick else "blanket.json")
     machine = machine_info()
