@@ -16,7 +16,7 @@ from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
 from .grid import lower_error_estimates, moments
 from .pld import PrivacyLossPair
 
-__all__ = ["choose_spacing", "composed_range", "relative_target"]
+__all__ = ["choose_spacing", "composed_range", "gap_scale", "relative_target"]
 
 #: Automatic spacing keeps the composition window below this many lattice points ...
 MAX_POINTS = 2**21
@@ -26,6 +26,9 @@ MAX_REFINED_POINTS = 2**23
 #: ledgers, held to the target down to δ = 1e-2, and the others.
 MIN_SCALE = 0.02
 MIN_SCALE_LONG = 0.05
+#: One round is answered on exact pairs, relative down to ε ≈ 1e-4, where its refinement stops at an absolute
+#: gap of 1e-8 (target 1e-4 times this scale).
+ONE_ROUND_SCALE = 1e-4
 #: ... except where the composition window then still holds at most this many points (a finer lattice is
 #: cheap), down to this ε (clones at ε0 = 0.055, n = 556626, 2 rounds, δ = 1e-15: ε = 6.9e-4, gap 1.2 ‰ →
 #: 0.10 ‰ with Δ 7.1e-6 → 7.1e-7, no slower; a pair whose losses are 2e-16 apart is looser on the 1e-7 of a
@@ -104,6 +107,16 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
             return ceiling
         grid = np.linspace(grid[k], grid[k + 1], 65)
     return float(grid[-1])
+
+
+def gap_scale(rounds: int) -> float:
+    """Smallest ε at which a ledger of ``rounds`` rounds is held to its relative-gap target; below it the
+    target is absolute, ``target·gap_scale(rounds)`` (``ONE_ROUND_SCALE`` for one round, ``MIN_SCALE`` up to
+    ``SHORT_LEDGER`` rounds, ``MIN_SCALE_LONG`` beyond).  Used to judge a bracket loose
+    (:mod:`pldshuffle._gap`)."""
+    if rounds <= 1:
+        return ONE_ROUND_SCALE
+    return MIN_SCALE if rounds <= SHORT_LEDGER else MIN_SCALE_LONG
 
 
 def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
