@@ -10,7 +10,9 @@ which the target is absolute.  A bracket is loose when
   that only the certified error terms keep ε from being finite.
 * **δ bracket** ``[lower, upper]`` at ε: the upper end exceeds the certified *lower* δ at
   ``ε - t·max(ε, s)`` -- the bracket is wider than an ε bracket of the target's width would make it (a
-  relative gap in δ itself is no measure: near δ = 1e-10 an ε gap of 1e-3 moves δ by several per cent).
+  relative gap in δ alone is no measure: near δ = 1e-10 an ε gap of 1e-3 moves δ by several per cent) --
+  and its relative gap in δ, ``(upper - lower)/upper``, exceeds ``t`` too (where δ is flat in ε, as where
+  all the mass sits at +∞, no ε shift moves the lower end, and a bracket known to a relative ``t`` is tight).
   Upper ends of at most ``DELTA_FLOOR`` are never loose (the booked truncation mass, ~1e-17 a ledger,
   sits there, and the targets are stated for δ ≥ 1e-15), nor is δ at ε = ∞ (the mass at +∞).
 
@@ -60,14 +62,19 @@ def shifted_epsilons(epsilon: NDArray[np.float64], *, target: float, scale: floa
 
 
 def delta_caveat(
-    epsilon: NDArray[np.float64], upper: NDArray[np.float64], shifted_lower: NDArray[np.float64], *, target: float, scale: float
+    epsilon: NDArray[np.float64],
+    lower: NDArray[np.float64],
+    upper: NDArray[np.float64],
+    shifted_lower: NDArray[np.float64],
+    *,
+    target: float,
+    scale: float,
 ) -> str | None:
-    """The caveat of δ brackets loose at some of the ``epsilon`` (None when all meet the target).
-
-    ``shifted_lower`` holds the certified lower δ at :func:`shifted_epsilons` of ``epsilon``.
+    """The caveat of δ brackets ``[lower, upper]`` loose at some of the ``epsilon`` (None when all meet the
+    target).  ``shifted_lower`` holds the certified lower δ at :func:`shifted_epsilons` of ``epsilon``.
     """
-    eps, up, low = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (epsilon, upper, shifted_lower))
-    loose = np.isfinite(eps) & (up > DELTA_FLOOR) & (up > low)
+    eps, here, up, low = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (epsilon, lower, upper, shifted_lower))
+    loose = np.isfinite(eps) & (up > DELTA_FLOOR) & (up > low) & (up - here > target * up)
     if not np.any(loose):
         return None
     worst = int(np.argmax(np.where(loose, up / np.maximum(low, 1e-300), -np.inf)))

@@ -226,13 +226,13 @@ class FourierAccountant:
         :mod:`pldshuffle._gap`)."""
         return self.relative_gap_target or relative_target(self.rounds)
 
-    def _delta_caveat(self, pld: CertifiedPLD, eps: NDArray[np.float64], upper: NDArray[np.float64]) -> str | None:
+    def _delta_caveat(self, pld: CertifiedPLD, eps: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> str | None:
         target, scale = self.gap_target, gap_scale(self.rounds)
         shifted = shifted_epsilons(eps, target=target, scale=scale)
         finite = np.isfinite(shifted)
-        lower = np.zeros(eps.shape)
-        lower[finite] = pld.lower_delta(shifted[finite])
-        return delta_caveat(eps, upper, lower, target=target, scale=scale)
+        shifted_lower = np.zeros(eps.shape)
+        shifted_lower[finite] = pld.lower_delta(shifted[finite])
+        return delta_caveat(eps, lower, upper, shifted_lower, target=target, scale=scale)
 
     def _epsilon_caveat(self, pld: CertifiedPLD, delta: float, lower: float, upper: float) -> str | None:
         infinity = float(pld.delta_bounds(np.inf)[1][0]) if np.isinf(upper) else 0.0
@@ -247,7 +247,7 @@ class FourierAccountant:
         with reporting_to(self._channel):  # a single round's query may refine its cover for seconds
             lower, upper = pld.delta_bounds(eps.ravel())
         guarantee, caveats, diag = self._labels()
-        if (loose := self._delta_caveat(pld, eps.ravel().astype(np.float64), upper)) is not None:
+        if (loose := self._delta_caveat(pld, eps.ravel().astype(np.float64), lower, upper)) is not None:
             caveats += (loose,)
             warn_if_loose(loose)
         if eps.ndim == 0:

@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._kernels import UNIT_ROUNDOFF as _U
 from ._reporting import throttled_reporter
 from ._validation import check_delta, check_epsilons
+from ._far_atoms import FarSplit, MixtureComposite, split_combination
 from .composition import CHERNOFF_LAMBDAS, Realization, composed_log_mgf, log_mgf, realize, window
 from .fft import fast_size, get_backend
 from .grid import moments
@@ -562,7 +563,8 @@ class CertifiedPLD:
         # below; 327.00 with its own), and a witness's than the upper combination's (2RR n = 3000, ε0 = 8,
         # 200 rounds: m = 0 reaches δ = 1e-12 at ε = 950, where shared tilts' windows had ended; the lower
         # end was 894.5).
-        plans = [self._plan(combo, part, self._tilts(part, index)) for index, combo in enumerate(self._combinations(part))]
+        plans = [self._mixture_plan(combo, part) if self._far_split(combo) is not None else self._plan(combo, part, self._tilts(part, index))
+                 for index, combo in enumerate(self._combinations(part))]
         self._cache[key] = plans
         return plans
 
@@ -585,6 +587,51 @@ class CertifiedPLD:
                 windows.append((theta, lo_index, fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
         return shifts, penalties, windows
 
+    def _far_split(self, combo: list[tuple[LatticeDirection, int]]) -> tuple[FarSplit, list[list[tuple[LatticeDirection, int]]]] | None:
+        """The combination as a binomial mixture of narrow compositions where it has rare far losses
+        (:mod:`pldshuffle._far_atoms`), with each narrow composition's lattice measures; else None.  Cached."""
+        key = ("far", tuple((id(d), n) for d, n in combo))
+        if key not in self._cache:
+            split = None
+            if all(d.finite_mass > 0.0 for d, _ in combo):
+                split = split_combination([(d.start, d.masses, n) for d, n in combo])
+            narrows = None
+            if split is not None:
+                # Finite masses only (the combination's mass at +∞ is added once, by the mixture); each round's
+                # loss error stays with its measure (the lower end reads n·error further right, as for the whole).
+                narrows = [[(LatticeDirection(start, masses, 0.0, loss_error=combo[i][0].loss_error), n) for (start, masses, n), i in zip(parts, origin)]
+                           for (_, _, parts), origin in zip(split.terms, split.origins)]
+            self._cache[key] = None if split is None else (split, narrows)
+        return self._cache[key]
+
+    def _mixture_plan(self, combo: list[tuple[LatticeDirection, int]], part: str) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]:
+        """A split combination's plan: no shift, and the windows of all its narrow compositions (what the
+        memory check counts)."""
+        split = self._far_split(combo)
+        assert split is not None
+        windows = [w for narrow in split[1] for w in self._narrow_plan(narrow, part)[2]]
+        return np.zeros(1), np.zeros(1), windows
+
+    def _narrow_plan(self, narrow: list[tuple[LatticeDirection, int]], part: str) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]:
+        """The plan of one narrow composition at its own saddle points (cached)."""
+        key = ("far-plan", part, tuple((id(d), n) for d, n in narrow))
+        if key not in self._cache:
+            self._cache[key] = self._plan(narrow, part, _choose_tilts(narrow, self.spacing))
+        return self._cache[key]
+
+    def _mixture(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool) -> MixtureComposite:
+        """A split combination realised: each narrow composition on its own windows, weighted (rounded up for
+        the upper end, down for the lower), the combination's mass at +∞ and, above, the left-out weight."""
+        split = self._far_split(combo)
+        assert split is not None
+        far, narrows = split
+        part = "upper" if upper else "lower"
+        parts = tuple(
+            (w_up if upper else w_low, self._composite(narrow, upper=upper, plan=self._narrow_plan(narrow, part)))
+            for (w_up, w_low, _), narrow in zip(far.terms, narrows)
+        )
+        return MixtureComposite(parts, compose_infinity(combo, upper=upper), far.booked if upper else 0.0)
+
     def check_budget(self) -> None:
         """Refuse, before realising anything, a composition whose windows together exceed the memory cap."""
         sizes = [size for part in ("upper", "lower") for *_, windows in self._windows(part) for _, _, size in windows]
@@ -602,7 +649,10 @@ class CertifiedPLD:
         return sum(d.masses.nbytes for d in directions)
 
     def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int = -1, plan: tuple | None = None) -> Composite:
-        """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`)."""
+        """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`); a
+        combination with rare far losses as a mixture of narrow compositions (:meth:`_mixture`)."""
+        if plan is None and self._far_split(combo) is not None:
+            return self._mixture(combo, upper=upper)  # type: ignore[return-value]
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from ._far_atoms import mixture_width
 from .certified import SHORT_LEDGER, TAIL_TOLERANCE, relative_target
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
 from .grid import lower_error_estimates, moments
@@ -69,7 +70,8 @@ def composed_range(
                 factors.append(Factor(direction.upper_start, direction.upper / finite, count))
         if not factors:
             continue
-        lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
+        # Rare far losses are composed as a mixture of narrow windows (pldshuffle._far_atoms): the widest sizes it.
+        lo, hi = mixture_width(factors, coarse, TAIL_TOLERANCE) or window(factors, coarse, 0.0, TAIL_TOLERANCE)
         width = max(width, hi - lo)
         log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
         chernoff = float(np.min((log_m - math.log(delta)) / CHERNOFF_LAMBDAS))
