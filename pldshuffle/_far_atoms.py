@@ -44,7 +44,7 @@ from ._kernels import UNIT_ROUNDOFF as _U
 from .composition import Factor, Realization, window
 from .lattice import Composite, LatticeDirection
 
-__all__ = ["MAX_SPLIT_ROUNDS", "MAX_TERMS", "SKIP_WEIGHT", "FarSplit", "MixtureComposite", "mixture_width", "split_combination"]
+__all__ = ["MAX_SPLIT_ROUNDS", "MAX_TERMS", "RARE_MASS", "SKIP_WEIGHT", "WHOLE_POINTS", "FarSplit", "NarrowFactor", "MixtureComposite", "mixture_width", "split_combination"]
 
 #: At most this many narrow compositions per combination (the product of the kept numbers of far atoms).
 MAX_TERMS = 160
@@ -53,6 +53,17 @@ MAX_SPLIT_ROUNDS = 4096
 #: Terms whose (rounded-up) weight is below this are left out: booked at +∞ by the upper end, dropped by
 #: the lower end (every δ the targets are stated for, ≥ 1e-15, is far above it).
 SKIP_WEIGHT = 1e-30
+#: A combination is split only where its whole θ = 0 window would hold more lattice points than this (the
+#: automatic lattice's own limit, ``pldshuffle.spacing.MAX_POINTS``): below it one window is cheap, and its
+#: lower end is certified a shift that the narrow compositions' rounded-down witnesses do without (plain
+#: randomized response, ε0 = 0.1, 64 rounds, δ = 1e-14, two atoms apart enough to split: gap 3.8e-6 whole,
+#: 1.3e-4 split, and twice the time).
+WHOLE_POINTS = 2**21
+#: A factor whose far side weighs at most this is split whatever its whole window (rare far losses: the
+#: narrow compositions are few, and a whole window's Chernoff bounds are loose next to them -- 64 rounds of
+#: randomized response, ε0 = 0.1, with an outcome of loss -663 and probability 1e-300 under the other
+#: order, δ = 1e-10: ε ≤ 6.40 whole, against 4.94 split).
+RARE_MASS = 1e-3
 #: Largest dense measure :meth:`MixtureComposite.dominating_measure` builds (lattice points).
 MAX_DENSE_POINTS = 2**26
 
@@ -135,72 +146,101 @@ def _binomial_weights(count: int, far: float, bulk: float) -> tuple[NDArray[np.f
 
 
 @dataclass(frozen=True)
+class NarrowFactor:
+    """One factor of a narrow composition: ``count`` rounds of the probability masses ``masses`` at lattice
+    indices ``start + i`` -- one side of factor ``origin`` of the combination, or all of it.
+
+    ``log_side`` relates the side's rounding offsets to the whole measure's (for the lower end's shift
+    certificate, :func:`pldshuffle.lattice.shift_certificate`): the side's moment generating function of any
+    non-negative function of the outcome is at most the whole's divided by ``e^{log_side}`` (the bulk:
+    ``log B``; a factor kept whole: 0, its masses are not normalised), or None for the far side, where
+    only the trivial bound 1 is used (offsets are non-negative).
+    """
+
+    start: int
+    masses: NDArray[np.float64]
+    count: int
+    origin: int
+    log_side: float | None
+
+
+@dataclass(frozen=True)
 class FarSplit:
     """A combination as a binomial mixture: ``terms`` of ``(upper weight, lower weight, narrow factors)``
-    (each factor ``(start, probability masses, count)``) and the total upper weight left out (``booked``)."""
+    and the total upper weight left out (``booked``)."""
 
-    terms: tuple[tuple[float, float, tuple[tuple[int, NDArray[np.float64], int], ...]], ...]
+    terms: tuple[tuple[float, float, tuple[NarrowFactor, ...]], ...]
     booked: float
-    #: For each narrow factor, the index of the combination's factor it comes from.
-    origins: tuple[tuple[int, ...], ...] = field(default=())
 
 
-def split_combination(factors: Sequence[tuple[int, NDArray[np.float64], int]]) -> FarSplit | None:
+def split_combination(
+    factors: Sequence[tuple[int, NDArray[np.float64], int]], spacing: float, tolerance: float, *, whole_points: float | None = WHOLE_POINTS
+) -> FarSplit | None:
     """The mixture of a combination of lattice measures ``(start, finite masses, count)``, or None where
-    no factor has a wide enough empty stretch or the mixture would exceed ``MAX_TERMS`` terms.
+    no factor has a wide enough empty stretch, or the mixture would exceed ``MAX_TERMS`` terms, or -- unless
+    every split factor's far side is rare (mass at most ``RARE_MASS``) -- the whole composition's θ = 0
+    window (Chernoff tails ``tolerance``) holds at most ``whole_points`` lattice points.  ``whole_points``
+    None: split wherever the supports allow (for sizing a lattice).
 
-    Cost: O(n) logarithms per split factor of ``n`` rounds, O(support) per factor.
+    Cost: O(n) logarithms per split factor of ``n`` rounds, O(support) per factor, and one window's
+    Chernoff bounds.
     """
     cuts = _cuts(factors)
     if cuts is None:
         return None
-    choices: list[list[tuple[float, float, tuple[tuple[int, NDArray[np.float64], int], ...], tuple[int, ...]]]] = []
+    sides = [_sides(start, masses, cut) if cut is not None else None for (start, masses, _), cut in zip(factors, cuts)]
+    rare = all(side is None or side[1][2] <= RARE_MASS for side in sides)
+    if whole_points is not None and not rare:
+        lo, hi = window([Factor(s, m, n) for s, m, n in factors], spacing, 0.0, tolerance)
+        if (hi - lo) / spacing <= whole_points:
+            return None
+    choices: list[list[tuple[float, float, tuple[NarrowFactor, ...]]]] = []
     skipped: list[float] = []
     totals: list[float] = []
-    for index, ((start, masses, count), cut) in enumerate(zip(factors, cuts)):
-        if cut is None:
+    for index, ((start, masses, count), side) in enumerate(zip(factors, sides)):
+        if side is None:
             mass = math.fsum(masses.tolist())
             totals.append(math.exp(count * math.log(mass) * (1.0 + 4.0 * _U) + 4.0 * _U * count) if mass > 0 else 0.0)
-            choices.append([(1.0, 1.0, ((start, masses, count),), (index,))])
+            choices.append([(1.0, 1.0, (NarrowFactor(start, masses, count, index, 0.0),))])
             skipped.append(0.0)
             continue
-        (b_start, b_masses, b_mass), (f_start, f_masses, f_mass) = _sides(start, masses, cut)
+        (b_start, b_masses, b_mass), (f_start, f_masses, f_mass) = side
         up, low = _binomial_weights(count, f_mass, b_mass)
         keep = up >= SKIP_WEIGHT
         options = []
         for k in np.flatnonzero(keep):
             k = int(k)
-            parts = ((f_start, f_masses, k),) if k > 0 else ()
-            parts += ((b_start, b_masses, count - k),) if k < count else ()
-            options.append((float(up[k]), float(low[k]), parts, (index,) * len(parts)))
+            parts = (NarrowFactor(f_start, f_masses, k, index, None),) if k > 0 else ()
+            parts += (NarrowFactor(b_start, b_masses, count - k, index, math.log(b_mass)),) if k < count else ()
+            options.append((float(up[k]), float(low[k]), parts))
         choices.append(options)
         skipped.append(math.fsum(up[~keep].tolist()) * (1.0 + 2.0 * _U * (count + 1)))
         totals.append(math.fsum(up.tolist()) * (1.0 + 2.0 * _U * (count + 1)))
     if math.prod(len(c) for c in choices) > MAX_TERMS:
         return None
     slack = 4.0 * _U * len(factors)
-    terms, origins = [], []
+    terms = []
     for combo in itertools.product(*choices):
         up = math.prod(c[0] for c in combo) * (1.0 + slack)
         low = math.prod(c[1] for c in combo) * (1.0 - slack)
         terms.append((up, low, tuple(p for c in combo for p in c[2])))
-        origins.append(tuple(o for c in combo for o in c[3]))
     # A left-out term of factor i weighs at most its weight times every other factor's total.
     booked = math.fsum(s * math.prod(t for j, t in enumerate(totals) if j != i) for i, s in enumerate(skipped) if s > 0.0)
-    return FarSplit(tuple(terms), booked * (1.0 + slack), tuple(origins))
+    return FarSplit(tuple(terms), booked * (1.0 + slack))
 
 
-def mixture_width(factors: list[Factor], spacing: float, tolerance: float) -> tuple[float, float] | None:
-    """``(lo, hi)`` spanning the widest θ = 0 window of the mixture's narrow compositions (placed at 0),
-    or None where the combination is not split; for sizing a lattice (:func:`pldshuffle.spacing.composed_range`)."""
-    split = split_combination([(f.start, f.masses, f.count) for f in factors])
+def mixture_width(factors: list[Factor], spacing: float, tolerance: float) -> float | None:
+    """The widest θ = 0 window (Chernoff tails ``tolerance``) of the narrow compositions the combination
+    splits into wherever its whole window is too wide, or None where it has no rare far losses; for sizing
+    a lattice (:func:`pldshuffle.spacing.choose_spacing`)."""
+    split = split_combination([(f.start, f.masses, f.count) for f in factors], spacing, tolerance, whole_points=None)
     if split is None:
         return None
     width = 0.0
     for *_, parts in split.terms:
-        lo, hi = window([Factor(s, m, n) for s, m, n in parts], spacing, 0.0, tolerance)
+        lo, hi = window([Factor(p.start, p.masses, p.count) for p in parts], spacing, 0.0, tolerance)
         width = max(width, hi - lo)
-    return 0.0, width
+    return width
 
 
 @dataclass(eq=False)

@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._kernels import UNIT_ROUNDOFF as _U
 from ._reporting import throttled_reporter
 from ._validation import check_delta, check_epsilons
-from ._far_atoms import FarSplit, MixtureComposite, split_combination
+from ._far_atoms import FarSplit, MixtureComposite, NarrowFactor, split_combination
 from .composition import CHERNOFF_LAMBDAS, Realization, composed_log_mgf, log_mgf, realize, window
 from .fft import fast_size, get_backend
 from .grid import moments
@@ -594,13 +594,10 @@ class CertifiedPLD:
         if key not in self._cache:
             split = None
             if all(d.finite_mass > 0.0 for d, _ in combo):
-                split = split_combination([(d.start, d.masses, n) for d, n in combo])
+                split = split_combination([(d.start, d.masses, n) for d, n in combo], self.spacing, TAIL_TOLERANCE)
             narrows = None
             if split is not None:
-                # Finite masses only (the combination's mass at +∞ is added once, by the mixture); each round's
-                # loss error stays with its measure (the lower end reads n·error further right, as for the whole).
-                narrows = [[(LatticeDirection(start, masses, 0.0, loss_error=combo[i][0].loss_error), n) for (start, masses, n), i in zip(parts, origin)]
-                           for (_, _, parts), origin in zip(split.terms, split.origins)]
+                narrows = [[(_narrow_direction(combo[p.origin][0], p), p.count) for p in parts] for *_, parts in split.terms]
             self._cache[key] = None if split is None else (split, narrows)
         return self._cache[key]
 
@@ -700,6 +697,22 @@ def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:
     """How much further right a lower composition of ``combo`` is read: its witnesses' losses may exceed
     the exact ones by their loss error, every round (the sum rounded up)."""
     return math.fsum(n * d.loss_error for d, n in combo) * (1.0 + 4.0 * _U * len(combo))
+
+
+def _narrow_direction(direction: LatticeDirection, part: NarrowFactor) -> LatticeDirection:
+    """One side of ``direction`` in a narrow composition (:mod:`pldshuffle._far_atoms`): finite masses only
+    (the combination's mass at +∞ is added once, by the mixture), each round's loss error kept (the lower
+    end reads n·error further right, as for the whole), and a bound on the side's rounding offsets: the
+    whole's moment generating function less ``log_side`` (each term of it is non-negative), 0 for the far
+    side (offsets are ≥ 0); the mean only places the shifts tried."""
+    log_mgf, mean = None, 0.0
+    if direction.offset_log_mgf is not None:
+        if part.log_side is None:
+            log_mgf = np.zeros_like(direction.offset_log_mgf)
+        else:
+            log_mgf = direction.offset_log_mgf - part.log_side + 1e-12  # covers the subtraction's rounding
+            mean = direction.offset_mean * math.exp(-part.log_side)
+    return LatticeDirection(part.start, part.masses, 0.0, log_mgf, mean, loss_error=direction.loss_error)
 
 
 def _rounded_down(direction: LatticeDirection, coarsening: int) -> LatticeDirection:

@@ -23,19 +23,24 @@ __all__ = ["choose_spacing", "composed_range", "gap_scale", "relative_target"]
 MAX_POINTS = 2**21
 #: ... or, where the lower witnesses would still err by more than half the gap target there, this many.
 MAX_REFINED_POINTS = 2**23
+#: Where rare far losses split the composition (pldshuffle._far_atoms), one round's dense lattice measure,
+#: spanning the bulk and the far losses, holds at most this many points (64 rounds of randomized response,
+#: ε0 = 0.1, with a loss of 663 at probability 1e-12: 1.1e7 points at the Δ the windows allowed, ~20 s to
+#: discretise).
+SPAN_POINTS = 2**22
 #: Smallest ε the automatic spacing resolves to the relative target (below it the gap is absolute): short
 #: ledgers, held to the target down to δ = 1e-2, and the others.
 MIN_SCALE = 0.02
 MIN_SCALE_LONG = 0.05
-#: One round is answered on exact pairs, relative down to ε ≈ 1e-4, where its refinement stops at an absolute
-#: gap of 1e-8 (target 1e-4 times this scale).
-ONE_ROUND_SCALE = 1e-4
 #: ... except where the composition window then still holds at most this many points (a finer lattice is
 #: cheap), down to this ε (clones at ε0 = 0.055, n = 556626, 2 rounds, δ = 1e-15: ε = 6.9e-4, gap 1.2 ‰ →
 #: 0.10 ‰ with Δ 7.1e-6 → 7.1e-7, no slower; a pair whose losses are 2e-16 apart is looser on the 1e-7 of a
 #: floor at 0: δ(0) ≤ 8e-15 instead of 3.5e-18).
 CHEAP_POINTS = 2**17
 MIN_CHEAP_SCALE = 2e-3
+#: One round is answered on exact pairs, relative down to ε ≈ 1e-4, where its refinement stops at an absolute
+#: gap of 1e-8 (target 1e-4 times this scale).
+ONE_ROUND_SCALE = 1e-4
 #: Δ = target·ε/(divisor·√rounds): the coarser divisor where the lower witnesses' estimated error there is
 #: at most _LOWER_SHARE of the budget target·ε (merged onto the lattice, dense pairs: O(Δ²) per round), the
 #: finer one otherwise (sparse pairs: merging errs O(Δ·gap) per round, rounding down's shift O(Δ√rounds)).
@@ -70,13 +75,30 @@ def composed_range(
                 factors.append(Factor(direction.upper_start, direction.upper / finite, count))
         if not factors:
             continue
-        # Rare far losses are composed as a mixture of narrow windows (pldshuffle._far_atoms): the widest sizes it.
-        lo, hi = mixture_width(factors, coarse, TAIL_TOLERANCE) or window(factors, coarse, 0.0, TAIL_TOLERANCE)
+        lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
         width = max(width, hi - lo)
         log_m = composed_log_mgf(factors, coarse, CHERNOFF_LAMBDAS)
         chernoff = float(np.min((log_m - math.log(delta)) / CHERNOFF_LAMBDAS))
         epsilon = max(epsilon, min(chernoff, _gaussian_epsilon(factors, coarse, delta, chernoff)) if gaussian else chernoff)
     return epsilon, width
+
+
+def _order_widths(pairs: list[tuple[PrivacyLossPair, int]]) -> list[tuple[float, float | None]]:
+    """Per order of the ledger (finite losses, as in :func:`composed_range`): the whole composition's θ = 0
+    window length and, where it has rare far losses, that of its widest narrow composition (else None)."""
+    coarse = 1e-3
+    widths = []
+    for order in (0, 1):
+        factors = []
+        for pair, count in pairs:
+            direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
+            finite = float(direction.upper.sum())
+            if finite > 0:
+                factors.append(Factor(direction.upper_start, direction.upper / finite, count))
+        if factors:
+            lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
+            widths.append((hi - lo, mixture_width(factors, coarse, TAIL_TOLERANCE)))
+    return widths or [(0.0, None)]
 
 
 def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceiling: float) -> float:
@@ -159,7 +181,15 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
         scale = max(epsilon, min(scale, max(MIN_CHEAP_SCALE, width * _COARSE_DIVISOR * math.sqrt(rounds) / (target * CHEAP_POINTS))))
 
     def clipped(spacing: float, points: int = MAX_POINTS) -> float:
-        return float(np.clip(max(spacing, width / points), 1e-7, 1e-2))
+        wide = width
+        if width / spacing > points:
+            # Where rare far losses make the window too wide, the composition is a mixture of narrow ones
+            # (pldshuffle._far_atoms): each order is sized by the widest window it will actually realise.
+            wide = max(narrow or whole if whole / spacing > points else whole for whole, narrow in _order_widths(pairs))
+            # One round's lattice measure still spans its whole loss range densely: at most SPAN_POINTS points.
+            span = max((float(np.ptp(d.losses)) for pair, _ in pairs for d in pair.directions if d.losses.size), default=0.0)
+            wide = max(wide, span * points / SPAN_POINTS)
+        return float(np.clip(max(spacing, wide / points), 1e-7, 1e-2))
 
     def lower_error(spacing: float) -> float:
         return sum(_lower_error(pair, count, spacing) for pair, count in pairs)
