@@ -17,17 +17,17 @@ end rounded down, and terms whose weight is below ``SKIP_WEIGHT`` are left out -
 them (a sum of fewer non-negative terms), the upper end books their total weight at ``+∞`` (it adds to δ at
 every ε).  So both ends keep their direction; see ``docs/mathematics.md#rare-far-losses``.
 
-Why: a loss far above the bulk that occurs rarely (``[0.05, 0.95]`` against ``[1e-300, 1 - 1e-300]``:
-loss 687.8 with probability 0.05) makes the composition's single window span all numbers of hits, and the
-lattice that fits the memory cap is then too coarse for the bulk, while the FFT's round-off, relative to
-the whole mass, swamps the rare numbers of hits (64 rounds of a randomized response with ε0 = 0.1 and an
-atom of loss 663 with probability 1e-12: a window of 1.1e7 points on Δ = 8.3e-4, gap 8 ‰ at δ = 1e-2 and
-98 % at δ = 1e-10 in 29 s; split, see the tests).
+Why: a loss far above the bulk that occurs rarely makes the composition's single window span every
+number of hits: the lattice that fits the memory cap is then too coarse for the bulk, and the window's
+Chernoff bounds and FFT round-off, relative to the whole mass, swamp the rare numbers of hits (64 rounds of
+randomized response with ε0 = 0.1 and an outcome of loss 663 at probability 1e-12: one window of 1.1e7
+points, gaps 8.1, 7.4 and 978 ‰ at δ = 1e-2, 1e-6, 1e-10 in 29 s; split, 0.25, 0.07 and 0.04 ‰).
 
-Only combinations whose narrow compositions do not overlap are split (the empty stretch is wider than the
-summed widths of the bulk compositions), with at most ``MAX_TERMS`` terms and ``MAX_SPLIT_ROUNDS`` rounds
-per split factor; elsewhere one window is as good and the caller composes as usual.  Pure: lattice
-measures in, lattice measures and weights out.
+A combination is split where the empty stretch is wider than the summed widths of all its narrow
+compositions (those of consecutive numbers of far atoms do not overlap), with at most ``MAX_TERMS`` terms
+and ``MAX_SPLIT_ROUNDS`` rounds per split factor, and only where it pays: every split factor's far side
+weighs at most ``RARE_MASS``, or the whole window would exceed ``WHOLE_POINTS``.  Elsewhere the caller
+composes as usual.  Pure: lattice measures in, lattice measures and weights out.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,10 +54,11 @@ MAX_SPLIT_ROUNDS = 4096
 #: the lower end (every δ the targets are stated for, ≥ 1e-15, is far above it).
 SKIP_WEIGHT = 1e-30
 #: A combination is split only where its whole θ = 0 window would hold more lattice points than this (the
-#: automatic lattice's own limit, ``pldshuffle.spacing.MAX_POINTS``): below it one window is cheap, and its
-#: lower end is certified a shift that the narrow compositions' rounded-down witnesses do without (plain
-#: randomized response, ε0 = 0.1, 64 rounds, δ = 1e-14, two atoms apart enough to split: gap 3.8e-6 whole,
-#: 1.3e-4 split, and twice the time).
+#: automatic lattice's own limit, ``pldshuffle.spacing.MAX_POINTS``), unless its far sides are rare: below
+#: it one window is cheap, the shift certificate of its lower end is tighter than the narrow compositions' (which bound their bulk's
+#: rounding offsets through the whole measure's), and a query reads one composition instead of dozens (plain
+#: randomized response, ε0 = 0.1, 64 rounds, whose two atoms are apart enough to split: gap 4.5e-5 and
+#: 3.8e-6 at δ = 1e-2 and 1e-14 whole, 2.1e-4 and 1.1e-5 split, each query several times slower).
 WHOLE_POINTS = 2**21
 #: A factor whose far side weighs at most this is split whatever its whole window (rare far losses: the
 #: narrow compositions are few, and a whole window's Chernoff bounds are loose next to them -- 64 rounds of
@@ -207,10 +208,9 @@ def split_combination(
         (b_start, b_masses, b_mass), (f_start, f_masses, f_mass) = side
         up, low = _binomial_weights(count, f_mass, b_mass)
         keep = up >= SKIP_WEIGHT
-        options = []
-        for k in np.flatnonzero(keep):
-            k = int(k)
-            parts = (NarrowFactor(f_start, f_masses, k, index, None),) if k > 0 else ()
+        options: list[tuple[float, float, tuple[NarrowFactor, ...]]] = []
+        for k in map(int, np.flatnonzero(keep)):
+            parts: tuple[NarrowFactor, ...] = (NarrowFactor(f_start, f_masses, k, index, None),) if k > 0 else ()
             parts += (NarrowFactor(b_start, b_masses, count - k, index, math.log(b_mass)),) if k < count else ()
             options.append((float(up[k]), float(low[k]), parts))
         choices.append(options)
@@ -221,9 +221,9 @@ def split_combination(
     slack = 4.0 * _U * len(factors)
     terms = []
     for combo in itertools.product(*choices):
-        up = math.prod(c[0] for c in combo) * (1.0 + slack)
-        low = math.prod(c[1] for c in combo) * (1.0 - slack)
-        terms.append((up, low, tuple(p for c in combo for p in c[2])))
+        weight_up = math.prod(c[0] for c in combo) * (1.0 + slack)
+        weight_low = math.prod(c[1] for c in combo) * (1.0 - slack)
+        terms.append((weight_up, weight_low, tuple(p for c in combo for p in c[2])))
     # A left-out term of factor i weighs at most its weight times every other factor's total.
     booked = math.fsum(s * math.prod(t for j, t in enumerate(totals) if j != i) for i, s in enumerate(skipped) if s > 0.0)
     return FarSplit(tuple(terms), booked * (1.0 + slack))
@@ -267,7 +267,7 @@ class MixtureComposite:
         total = np.full(np.shape(eps), self.infinity + self.booked)
         for weight, part in self.parts:
             total = total + weight * part.unclipped_upper(eps)
-        return np.minimum(total, 1.0)
+        return np.asarray(np.minimum(total, 1.0), dtype=np.float64)
 
     def lower(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         """Certified lower δ: the weighted sum of the parts' lower values and the mass at ``+∞`` (each part's
@@ -275,7 +275,7 @@ class MixtureComposite:
         total = np.full(np.shape(eps), self.infinity)
         for weight, part in self.parts:
             total = total + weight * part.lower(eps)
-        return np.minimum(total, 1.0)
+        return np.asarray(np.minimum(total, 1.0), dtype=np.float64)
 
     def dominating_measure(self, spacing: float) -> LatticeDirection:
         """One lattice measure dominating the mixture: the weighted sum of the parts' dominating measures
