@@ -21,7 +21,7 @@ Why: a loss far above the bulk that occurs rarely makes the composition's single
 number of hits: the lattice that fits the memory cap is then too coarse for the bulk, and the window's
 Chernoff bounds and FFT round-off, relative to the whole mass, swamp the rare numbers of hits (64 rounds of
 randomized response with ε0 = 0.1 and an outcome of loss 663 at probability 1e-12: one window of 1.1e7
-points, gaps 8.1, 7.4 and 978 ‰ at δ = 1e-2, 1e-6, 1e-10 in 29 s; split, 0.25, 0.07 and 0.04 ‰).
+points, gaps 8.1, 7.4 and 978 ‰ at δ = 1e-2, 1e-6, 1e-10 in 12 s; split, 0.25, 0.07 and 0.04 ‰ in 5 s).
 
 A combination is split where the empty stretch is wider than the summed widths of all its narrow
 compositions (those of consecutive numbers of far atoms do not overlap), with at most ``MAX_TERMS`` terms

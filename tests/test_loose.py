@@ -144,10 +144,12 @@ def test_adding_an_entry_never_lowers_the_upper_end():
     mech = ps.PairMechanism.from_probability_mass_functions(HUGE_P, HUGE_Q)
     base = ps.FourierAccountant().compose(mech, 128)
     before = base.get_epsilon_bounds(1e-9)
-    for extra in (ps.ShuffledBinaryRR(3, 1.0), ps.PairMechanism.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75])):
-        after = ps.FourierAccountant().compose(mech, 128).compose(extra).get_epsilon_bounds(1e-9)
-        assert after.upper >= before.upper, (before, after)
-        assert after.relative_gap <= 2e-3
+    after = ps.FourierAccountant().compose(mech, 128).compose(ps.ShuffledBinaryRR(3, 1.0)).get_epsilon_bounds(1e-9)
+    assert after.upper >= before.upper, (before, after)
+    assert max(before.relative_gap, after.relative_gap) <= 2e-3
+    # The plain ledger against its exact composition (the 2RR entry is a worst case over datasets, checked
+    # against its adaptive reference elsewhere).
+    assert_contains(before, exact_outcomes([(HUGE_P, HUGE_Q, 128)]))
 
 
 # ----------------------------------------------------------------------------------------- random pairs
