@@ -428,11 +428,11 @@ class CertifiedPLD:
             self._cache[key] = _choose_tilts(self._combinations(part)[index], self.spacing)
         return self._cache[key]
 
-    def _realize_upper(self) -> list[Composite]:
+    def _realize_upper(self) -> list[Composite | MixtureComposite]:
         return [self._composite(combo, upper=True, index=i) for i, combo in enumerate(self._combinations("upper"))]
 
-    def _realize_lower(self) -> list[Composite | ProductLower]:
-        composites: list[Composite | ProductLower] = [self._composite(combo, upper=False, index=i) for i, combo in enumerate(self._combinations("lower"))]
+    def _realize_lower(self) -> list[Composite | MixtureComposite | ProductLower]:
+        composites: list[Composite | MixtureComposite | ProductLower] = [self._composite(combo, upper=False, index=i) for i, combo in enumerate(self._combinations("lower"))]
         products = self._product_lowers()
         lowers = composites + [p for *_, p in products]
         return lowers + self._strategy_lowers(products, lowers)
@@ -645,11 +645,11 @@ class CertifiedPLD:
         directions += [t.adaptive_lower for t in self.terms if t.adaptive_lower is not None]
         return sum(d.masses.nbytes for d in directions)
 
-    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int = -1, plan: tuple | None = None) -> Composite:
+    def _composite(self, combo: list[tuple[LatticeDirection, int]], *, upper: bool, index: int = -1, plan: tuple | None = None) -> Composite | MixtureComposite:
         """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`); a
         combination with rare far losses as a mixture of narrow compositions (:meth:`_mixture`)."""
         if plan is None and self._far_split(combo) is not None:
-            return self._mixture(combo, upper=upper)  # type: ignore[return-value]
+            return self._mixture(combo, upper=upper)
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)

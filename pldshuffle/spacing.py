@@ -19,6 +19,8 @@ from .pld import PrivacyLossPair
 
 __all__ = ["choose_spacing", "composed_range", "gap_scale", "relative_target"]
 
+#: The lattice on which a ledger is first sized (:func:`composed_range`).
+_COARSE = 1e-3
 #: Automatic spacing keeps the composition window below this many lattice points ...
 MAX_POINTS = 2**21
 #: ... or, where the lower witnesses would still err by more than half the gap target there, this many.
@@ -61,18 +63,10 @@ def composed_range(
     window at θ = 0 (Chernoff tails 1e-18); a lattice of spacing Δ needs about ``width/Δ`` points.  Only
     sizes the lattice: no bound depends on it.
     """
-    coarse = 1e-3
+    coarse = _COARSE
     epsilon, width = 0.0, 0.0
     for order in (0, 1):
-        factors = []
-        for pair, count in pairs:
-            direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
-            finite = float(direction.upper.sum())
-            if finite > 0:
-                # The finite losses' own law: a large mass at +∞ would otherwise pull the estimate to 0 and the
-                # lattice to its finest (kRR strong n = 100, k = 3, ε0 = 4.7, 64 rounds, where every δ < 1 - 2e-15
-                # has ε = ∞: 8.4e6 points, 1.7 GB, 4.6 s).
-                factors.append(Factor(direction.upper_start, direction.upper / finite, count))
+        factors = _finite_factors(pairs, order)
         if not factors:
             continue
         lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
@@ -83,21 +77,27 @@ def composed_range(
     return epsilon, width
 
 
+def _finite_factors(pairs: list[tuple[PrivacyLossPair, int]], order: int) -> list[Factor]:
+    """One order of the ledger on the coarse lattice: each entry's finite losses, conditioned on being finite
+    (a large mass at +∞ would otherwise pull the estimate to 0 and the lattice to its finest: kRR strong
+    n = 100, k = 3, ε0 = 4.7, 64 rounds, where every δ < 1 - 2e-15 has ε = ∞: 8.4e6 points, 1.7 GB, 4.6 s)."""
+    factors = []
+    for pair, count in pairs:
+        direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(_COARSE)
+        finite = float(direction.upper.sum())
+        if finite > 0:
+            factors.append(Factor(direction.upper_start, direction.upper / finite, count))
+    return factors
+
+
 def _order_widths(pairs: list[tuple[PrivacyLossPair, int]]) -> list[tuple[float, float | None]]:
-    """Per order of the ledger (finite losses, as in :func:`composed_range`): the whole composition's θ = 0
-    window length and, where it has rare far losses, that of its widest narrow composition (else None)."""
-    coarse = 1e-3
+    """Per order of the ledger (:func:`_finite_factors`): the whole composition's θ = 0 window length and,
+    where it has rare far losses, that of its widest narrow composition (else None)."""
     widths = []
     for order in (0, 1):
-        factors = []
-        for pair, count in pairs:
-            direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
-            finite = float(direction.upper.sum())
-            if finite > 0:
-                factors.append(Factor(direction.upper_start, direction.upper / finite, count))
-        if factors:
-            lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
-            widths.append((hi - lo, mixture_width(factors, coarse, TAIL_TOLERANCE)))
+        if factors := _finite_factors(pairs, order):
+            lo, hi = window(factors, _COARSE, 0.0, TAIL_TOLERANCE)
+            widths.append((hi - lo, mixture_width(factors, _COARSE, TAIL_TOLERANCE)))
     return widths or [(0.0, None)]
 
 
