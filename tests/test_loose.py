@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import pldshuffle as ps
 import reference as ref
 from pldshuffle import _gap
+from pldshuffle._far_atoms import MAX_TERMS, SKIP_WEIGHT, MixtureComposite, split_combination
 from pldshuffle.results import LooseBoundWarning
 from pldshuffle.spacing import gap_scale
 
@@ -195,6 +196,9 @@ def test_random_huge_losses_fixed_examples():
     q3 = [1e-300, 1 - 0.52497918747894, 0.52497918747894]
     acc = ps.FourierAccountant().compose(ps.PairMechanism.from_probability_mass_functions(p3, q3), 32)
     _check_ledger(acc, [(p3, q3, 32)], (1e-2, 1e-6, 1e-10, 1e-14))
+    # Both ends of both orders went through the binomial mixture (rare far sides: 1e-12 and 1e-300).
+    pld = acc.certified_pld()
+    assert all(isinstance(c, MixtureComposite) for part in ("upper", "lower") for c in pld._composites(part)[:2])
     pair = ref.pair_binary_rr(3, ref.rr_flip_prob(math.exp(1.0)), 0)
     acc = ps.FourierAccountant().compose(ps.PairMechanism.from_probability_mass_functions([0.01, 0.99], [1e-100, 1.0]), 8)
     acc.compose(ps.ShuffledBinaryRR(3, 1.0, dataset="khh21"), 2)
@@ -207,6 +211,40 @@ def test_random_huge_losses_fixed_examples():
 def test_random_huge_losses_bracket_exact(ledger, delta):
     acc, entries = ledger
     _check_ledger(acc, entries, (delta,))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    count=st.integers(2, 300),
+    far=st.floats(1e-8, 0.4),
+    bulk_size=st.integers(1, 4),
+    far_size=st.integers(1, 3),
+    gap=st.integers(5_000, 50_000),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_mixture_weights_bracket_the_exact_binomial(count, far, bulk_size, far_size, gap, seed):
+    """Each narrow composition's weights bracket C(n, K) F^K B^(n-K) (mpmath), its masses are the sides
+    normalised, and the left-out weight booked above covers the terms left out."""
+    rng = np.random.default_rng(seed)
+    bulk_masses, far_masses = rng.uniform(0.1, 1.0, bulk_size), rng.uniform(0.1, 1.0, far_size)
+    bulk_masses *= (1.0 - far) / bulk_masses.sum()
+    far_masses *= far / far_masses.sum()
+    masses = np.concatenate([bulk_masses, np.zeros(gap), far_masses])
+    split = split_combination([(-3, masses, count)], 0.01, 1e-18, whole_points=None)
+    if split is None:  # too many terms (or the supports would overlap)
+        return
+    F, B = mp.fsum(mp.mpf(float(x)) for x in masses[-far_size:]), mp.fsum(mp.mpf(float(x)) for x in masses[:bulk_size])
+    kept = mp.mpf(0)
+    for up, low, parts in split.terms:
+        k = sum(p.count for p in parts if p.start > 0)
+        exact = mp.binomial(count, k) * F**k * B ** (count - k)
+        assert low <= exact <= up
+        assert up >= SKIP_WEIGHT and sum(p.count for p in parts) == count
+        for p in parts:
+            assert abs(float(mp.fsum(mp.mpf(float(x)) for x in p.masses)) - 1.0) < 1e-14
+        kept += exact
+    assert len(split.terms) <= MAX_TERMS
+    assert (F + B) ** count - kept <= split.booked * (1 + 1e-12) + mp.mpf(10) ** -40  # mpmath rounds at 50 digits
 
 
 # ----------------------------------------------------------------------------------------- the warning
