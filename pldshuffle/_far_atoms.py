@@ -201,7 +201,8 @@ def split_combination(
     for index, ((start, masses, count), side) in enumerate(zip(factors, sides)):
         if side is None:
             mass = math.fsum(masses.tolist())
-            totals.append(math.exp(count * math.log(mass) * (1.0 + 4.0 * _U) + 4.0 * _U * count) if mass > 0 else 0.0)
+            log_total = count * math.log(mass) if mass > 0 else -math.inf
+            totals.append(math.exp(log_total + 4.0 * _U * (abs(log_total) + count + 1)) if mass > 0 else 0.0)  # rounded up
             choices.append([(1.0, 1.0, (NarrowFactor(start, masses, count, index, 0.0),))])
             skipped.append(0.0)
             continue
@@ -224,9 +225,11 @@ def split_combination(
         weight_up = math.prod(c[0] for c in combo) * (1.0 + slack)
         weight_low = math.prod(c[1] for c in combo) * (1.0 - slack)
         terms.append((weight_up, weight_low, tuple(p for c in combo for p in c[2])))
-    # A left-out term of factor i weighs at most its weight times every other factor's total.
+    # A left-out term of factor i weighs at most its weight times every other factor's total, times the total
+    # of its normalised sides (each within (1 + u)^2 of 1 per round: the division and the rounded side mass).
     booked = math.fsum(s * math.prod(t for j, t in enumerate(totals) if j != i) for i, s in enumerate(skipped) if s > 0.0)
-    return FarSplit(tuple(terms), booked * (1.0 + slack))
+    rounds = sum(n for _, _, n in factors)
+    return FarSplit(tuple(terms), booked * (1.0 + slack) * math.exp(4.0 * _U * (rounds + len(factors))))
 
 
 def mixture_width(factors: list[Factor], spacing: float, tolerance: float) -> float | None:
@@ -292,7 +295,9 @@ class MixtureComposite:
         masses = np.zeros(last - first)
         infinity = self.infinity + self.booked
         for weight, m in measures:
-            masses[m.start - first : m.start - first + m.masses.size] += weight * m.masses * (1.0 + 2.0 * _U)
+            masses[m.start - first : m.start - first + m.masses.size] += weight * m.masses
             infinity += weight * m.infinity
-        return LatticeDirection(first, masses, min(1.0, infinity * (1.0 + 4.0 * _U * len(measures))))
+        # Rounded up: each product and each of the (at most len(measures)) additions into a point errs by a u.
+        slack = 1.0 + 2.0 * _U * (len(measures) + 2)
+        return LatticeDirection(first, masses * slack, min(1.0, infinity * slack))
 
