@@ -254,7 +254,7 @@ class FourierAccountant:
         """The ledger's relative ε-gap target: ``relative_gap_target``, or 1e-4 / 1e-3 / 2e-3 for one / at most
         64 / more rounds.  A query whose bracket ends wider carries a caveat saying so and issues a
         :class:`~pldshuffle.LooseBoundWarning` (the rule, with its absolute allowance at small ε:
-        :mod:`pldshuffle._gap`)."""
+        ``docs/mathematics.md#loose-brackets``)."""
         return self.relative_gap_target or relative_target(self.rounds)
 
     def _delta_caveat(self, pld: CertifiedPLD, eps: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> str | None:

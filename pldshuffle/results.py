@@ -62,8 +62,8 @@ class LooseBoundWarning(UserWarning):
 
     Issued by the accountant's queries (``get_epsilon_bounds``, ``get_delta_bounds`` and what calls them)
     when a bracket misses the target (the accountant's ``relative_gap_target``, by default 1e-4 for one
-    round, 1e-3 up to 64 rounds, 2e-3 beyond; see :mod:`pldshuffle._gap` for the exact rule, the absolute
-    allowance at small ε and the infinite cases); the result's caveats state the gap and the target.  The
+    round, 1e-3 up to 64 rounds, 2e-3 beyond; ``docs/mathematics.md#loose-brackets`` states the exact rule,
+    the absolute allowance at small ε and the infinite cases); the result's caveats state the gap and the target.  The
     bracket is still certified -- the upper end remains a guarantee -- it is only less tight than promised.
     Silence it with ``warnings.simplefilter("ignore", LooseBoundWarning)``.
     """
