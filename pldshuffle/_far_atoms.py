@@ -54,11 +54,11 @@ MAX_SPLIT_ROUNDS = 4096
 #: the lower end (every δ the targets are stated for, ≥ 1e-15, is far above it).
 SKIP_WEIGHT = 1e-30
 #: A combination is split only where its whole θ = 0 window would hold more lattice points than this (the
-#: automatic lattice's own limit, ``pldshuffle.spacing.MAX_POINTS``), unless its far sides are rare: below
-#: it one window is cheap, the shift certificate of its lower end is tighter than the narrow compositions' (which bound their bulk's
-#: rounding offsets through the whole measure's), and a query reads one composition instead of dozens (plain
-#: randomized response, ε0 = 0.1, 64 rounds, whose two atoms are apart enough to split: gap 4.5e-5 and
-#: 3.8e-6 at δ = 1e-2 and 1e-14 whole, 2.1e-4 and 1.1e-5 split, each query several times slower).
+#: automatic lattice's own limit, ``pldshuffle.spacing.MAX_POINTS``), unless its far sides are rare.  Below
+#: it one window is cheap, its lower end's shift certificate is tighter than the narrow compositions' (they
+#: bound their bulk's rounding offsets through the whole measure's), and a query reads one composition, not
+#: dozens (plain randomized response, ε0 = 0.1, 64 rounds, whose two atoms are apart enough to split: gap
+#: 4.5e-5 and 3.8e-6 at δ = 1e-2 and 1e-14 whole, 2.1e-4 and 1.1e-5 split, each query several times slower).
 WHOLE_POINTS = 2**21
 #: A factor whose far side weighs at most this is split whatever its whole window (rare far losses: the
 #: narrow compositions are few, and a whole window's Chernoff bounds are loose next to them -- 64 rounds of
@@ -71,9 +71,9 @@ MAX_DENSE_POINTS = 2**26
 
 @dataclass(frozen=True)
 class _Cut:
-    """Where one factor's support splits: the bulk ``[start + lo, start + mid_lo]`` and the far side
-    ``[start + mid_hi, start + hi]`` (relative indices of its first/last masses); ``far_above`` tells which
-    side is the lighter, ``far`` (the other is the bulk)."""
+    """Where one factor's support splits: its masses at relative indices ``[lo, mid_lo]`` and ``[mid_hi, hi]``
+    (first and last masses of each side).  The lighter side is called *far* (``far_above``: the upper one),
+    the other the *bulk*."""
 
     lo: int
     mid_lo: int
