@@ -1,7 +1,7 @@
 """When a certified bracket counts as loose: the rule behind :class:`~pldshuffle.LooseBoundWarning`.
 
 Every ledger has a relative-gap target ``t`` (the accountant's ``relative_gap_target``, by default
-:func:`pldshuffle.spacing.relative_target`) and a scale ``s`` (:func:`pldshuffle.spacing.gap_scale`) below
+:func:`pldshuffle.pld.sizing.relative_target`) and a scale ``s`` (:func:`pldshuffle.pld.sizing.gap_scale`) below
 which the target is absolute.  A bracket is loose when
 
 * **ε bracket** ``[lower, upper]`` at δ: ``upper - lower > t·max(upper, s)``.  An infinite upper end is

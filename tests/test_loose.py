@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 import pldshuffle as ps
 import reference as ref
 from pldshuffle import _gap
-from pldshuffle._far_atoms import MAX_TERMS, SKIP_WEIGHT, MixtureComposite, split_combination
+from pldshuffle.pld.far_atoms import MAX_TERMS, SKIP_WEIGHT, MixtureComposite, split_combination
 from pldshuffle.results import LooseBoundWarning
-from pldshuffle.spacing import gap_scale
+from pldshuffle.pld.sizing import gap_scale
 
 mp.mp.dps = 50
 

@@ -11,7 +11,7 @@ whole).  The privacy profile ``h(x) = Σ ω(z)(1 - e^{x-z})_+`` is linear in the
 the composition is the same weighted sum of the profiles of the narrow compositions ``φ^{*K} * β^{*(n-K)}``.
 Each of those is realised on its own window (a few lattice points wide per round instead of the whole
 range from the bulk to ``n`` far atoms), with its own tilts and certified error terms
-(:func:`pldshuffle.composition.realize`).  The weights are computed in log space from the exact binomial
+(:func:`pldshuffle.pld.composition.realize`).  The weights are computed in log space from the exact binomial
 coefficient (``math.comb``) with a bound on their rounding: the upper end uses them rounded up, the lower
 end rounded down, and terms whose weight is below ``SKIP_WEIGHT`` are left out -- the lower end drops
 them (a sum of fewer non-negative terms), the upper end books their total weight at ``+∞`` (it adds to δ at
@@ -40,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import UNIT_ROUNDOFF as _U
+from .._kernels import UNIT_ROUNDOFF as _U
+from .composites import Composite
 from .composition import Factor, Realization, window
-from .lattice import Composite, LatticeDirection
+from .lattice import LatticeDirection
 
 __all__ = ["MAX_SPLIT_ROUNDS", "MAX_TERMS", "RARE_MASS", "SKIP_WEIGHT", "WHOLE_POINTS", "FarSplit", "NarrowFactor", "MixtureComposite", "mixture_width", "split_combination"]
 
@@ -54,7 +55,7 @@ MAX_SPLIT_ROUNDS = 4096
 #: the lower end (every δ the targets are stated for, ≥ 1e-15, is far above it).
 SKIP_WEIGHT = 1e-30
 #: A combination is split only where its whole θ = 0 window would hold more lattice points than this (the
-#: automatic lattice's own limit, ``pldshuffle.spacing.MAX_POINTS``), unless its far sides are rare.  Below
+#: automatic lattice's own limit, ``pldshuffle.pld.sizing.MAX_POINTS``), unless its far sides are rare.  Below
 #: it one window is cheap, its lower end's shift certificate is tighter than the narrow compositions' (they
 #: bound their bulk's rounding offsets through the whole measure's), and a query reads one composition, not
 #: dozens (plain randomized response, ε0 = 0.1, 64 rounds, whose two atoms are apart enough to split: gap
@@ -152,7 +153,7 @@ class NarrowFactor:
     indices ``start + i`` -- one side of factor ``origin`` of the combination, or all of it.
 
     ``log_side`` relates the side's rounding offsets to the whole measure's (for the lower end's shift
-    certificate, :func:`pldshuffle.lattice.shift_certificate`): the side's moment generating function of any
+    certificate, :func:`pldshuffle.pld.lattice.shift_certificate`): the side's moment generating function of any
     non-negative function of the outcome is at most the whole's divided by ``e^{log_side}`` (the bulk:
     ``log B``; a factor kept whole: 0, its masses are not normalised), or None for the far side, where
     only the trivial bound 1 is used (offsets are non-negative).
@@ -235,7 +236,7 @@ def split_combination(
 def mixture_width(factors: list[Factor], spacing: float, tolerance: float) -> float | None:
     """The widest θ = 0 window (Chernoff tails ``tolerance``) of the narrow compositions the combination
     splits into wherever its whole window is too wide, or None where it has no rare far losses; for sizing
-    a lattice (:func:`pldshuffle.spacing.choose_spacing`)."""
+    a lattice (:func:`pldshuffle.pld.sizing.choose_spacing`)."""
     split = split_combination([(f.start, f.masses, f.count) for f in factors], spacing, tolerance, whole_points=None)
     if split is None:
         return None
