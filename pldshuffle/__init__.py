@@ -29,6 +29,7 @@ _EXPORTS = {
     "EpsilonBounds": ".results",
     "FourierAccountant": ".accountant",
     "LabelledClonePair": ".mechanisms.labelled_clones",
+    "LooseBoundWarning": ".results",
     "LossDistribution": ".pld",
     "NotAGuaranteeWarning": ".results",
     "PairFamily": ".mechanisms.base",
@@ -64,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair
-    from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning, SlowComputationWarning
+    from .results import DeltaBounds, EpsilonBounds, LooseBoundWarning, NotAGuaranteeWarning, SlowComputationWarning
 
 
 def __getattr__(name: str) -> object:
