@@ -236,7 +236,8 @@ def _comparison_rows(name: str, rand: Any, n: int, rounds: int, max_seconds: flo
             },
         ))
     r = rows[0]["extra"]
-    log(f"{name} n={n} ε0={eps0:g} rounds={rounds}: blanket [{lo:.6g}, {up:.6g}] ({runs['blanket']['seconds']:.1f} s), "
+    lo, up = rows[0]["lower"], rows[0]["upper"]
+    log(f"{name} n={n} ε0={eps0:g} rounds={rounds} δ={DELTAS[0]:g}: blanket [{lo:.6g}, {up:.6g}] ({runs['blanket']['seconds']:.1f} s), "
         f"clone ×{r['clone_over_blanket']:.2f} ({runs['randomizer']['seconds']:.1f} s), fmt20 ×{r['fmt20_over_blanket']:.2f}")
     return rows
 
