@@ -88,7 +88,7 @@ def _amplified(value: float, eps0: float) -> float:
 
 
 def blanket_vs_clones(path: Path, results: Path = BLANKET_JSON, *, delta: float = 1e-6, names: Sequence[str] = ("oue_1024", "rappor_32", "krr_100"),
-                      sweep_eps0: float = 0.1, ratio_n: int = 10_000) -> None:
+                      sweep_eps0: float = 0.1, ratio_n: int = 1_000) -> None:
     """Blanket pair vs labelled clone pair vs FMT20 vs analytic bounds, from ``bench_blanket``'s JSON.
 
     Left: one round, ε against n at ε0 = ``sweep_eps0`` for the randomizers ``names`` (certified upper ends;
@@ -100,7 +100,7 @@ def blanket_vs_clones(path: Path, results: Path = BLANKET_JSON, *, delta: float 
     from .bench_blanket import LABELS
 
     rows = json.loads(results.read_text(encoding="utf-8"))["rows"]
-    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 5.2))
     for i, name in enumerate(names):
         for ax, part in ((left, "gain"), (middle, "rounds")):
             sel = sorted((r for r in _blanket_rows(rows, part, delta) if r["parameters"]["name"] == name
@@ -108,9 +108,12 @@ def blanket_vs_clones(path: Path, results: Path = BLANKET_JSON, *, delta: float 
             if not sel:
                 continue
             n = [r["parameters"]["n"] for r in sel]
-            ax.plot(n, [r["upper"] for r in sel], marker="o", color=f"C{i}", label=f"{LABELS[name]}: blanket (certified)")
-            ax.plot(n, [r["extra"]["clone_randomizer"][1] for r in sel], marker="s", linestyle="--", color=f"C{i}",
-                    label=f"{LABELS[name]}: labelled clone (certified)")
+            # one colour per randomizer in every panel; earlier lines drawn wider so that coinciding ones stay visible
+            color, width = f"C{list(LABELS).index(name) % 10}", 3.2 - 0.9 * i
+            ax.plot(n, [r["upper"] for r in sel], marker="o", markersize=2 * width + 2, linewidth=width, color=color,
+                    label=f"{LABELS[name]}: blanket (certified)")
+            ax.plot(n, [r["extra"]["clone_randomizer"][1] for r in sel], marker="s", markersize=2 * width + 2, linewidth=width,
+                    linestyle="--", color=color, label=f"{LABELS[name]}: labelled clone (certified)")
             if i == 0:
                 eps0 = sel[0]["parameters"]["eps0"]
                 ax.plot(n, [r["extra"]["fmt20"][1] for r in sel], marker="^", linestyle=":", color="grey", label="FMT20 clone pair (certified)")
@@ -125,7 +128,10 @@ def blanket_vs_clones(path: Path, results: Path = BLANKET_JSON, *, delta: float 
         ax.set_xlabel("n (users)")
         ax.set_ylabel(f"ε at δ = {delta:g}")
         ax.set_title(f"{title}, ε0 = {sweep_eps0:g}")
-    left.legend(fontsize=6.5)
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7.5, frameon=False)
+    middle.legend([h for h, lab in zip(*middle.get_legend_handles_labels()) if "closed form + KOV" in lab or "GDDKS21" in lab],
+                  [lab for lab in middle.get_legend_handles_labels()[1] if "closed form + KOV" in lab or "GDDKS21" in lab], fontsize=7.5)
     ratio_rows = [r for r in _blanket_rows(rows, "gain", delta) if r["parameters"]["n"] == ratio_n]
     for i, name in enumerate(LABELS):
         sel = sorted((r for r in ratio_rows if r["parameters"]["name"] == name), key=lambda r: r["parameters"]["eps0"])
@@ -144,7 +150,7 @@ def blanket_vs_clones(path: Path, results: Path = BLANKET_JSON, *, delta: float 
     right.set_title(f"gain of the blanket pair, n = {ratio_n:,}, one round")
     right.legend(fontsize=7)
     fig.suptitle(f"Shuffled LDP randomizers: the blanket pair against the clone pairs and analytic bounds (δ = {delta:g})", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
