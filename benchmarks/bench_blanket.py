@@ -149,9 +149,11 @@ QUICK_ROUNDS = [("oue_32", 10**3, 1.0)]
 
 # ---------------------------------------------------------------------------------------------- analytic bounds
 def analytic_bounds(name: str, rand: Any, n: int, delta: float, rounds: int = 1) -> dict[str, float]:
-    """The closed-form/analytic upper bounds of :mod:`pldshuffle.bounds` that apply to ``rand`` (NaN: no guarantee).
+    """The closed-form/analytic upper bounds of :mod:`pldshuffle.bounds` that apply to ``rand``.
 
-    One round: FMT20 (Feldman-McMillan-Talwar, FOCS 2021, Thm 3.2; any ε0-LDP randomizer), BBGN19 blanket
+    NaN where a bound is outside its validity range (FMT20's closed form needs n large enough for ε0 and δ);
+    the BBGN19 bounds return ε0 itself where they certify no amplification.
+    One round: FMT20's closed form (Feldman-McMillan-Talwar, FOCS 2021; any ε0-LDP randomizer), BBGN19 blanket
     bounds (Balle-Bell-Gascón-Nissim, CRYPTO 2019) with Hoeffding and Bennett, generic ε0-LDP form or the
     k-ary RR form, and GDDKS21 (Girgis et al., CCS 2021) RDP → DP.  ``rounds > 1``: FMT20 per round composed
     with the exact Kairouz-Oh-Viswanath bound, GDDKS21 composed in RDP (the BBGN19 bounds are per round).
