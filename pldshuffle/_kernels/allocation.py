@@ -76,7 +76,8 @@ def _combine(xa, ma, xb, mb, wa, wb, product, g, spread):  # pragma: no cover - 
                 c += 1
             w = mi * mj
             if y >= g[n - 1]:
-                if y == g[n - 1]:
+                if y <= g[n - 1] * (1.0 + 4.4e-16):  # the exact point is at most the grid's end: a rounding
+                    y = g[n - 1]
                     _neumaier(acc, comp, n - 1, w)
                     _neumaier(mom, momc, n - 1, w * y)
                 else:

@@ -27,7 +27,7 @@ import numpy as np
 from .._kernels import UNIT_ROUNDOFF as _U
 from .._validation import check_int, check_positive_finite
 from ..pld import PrivacyLossPair
-from ._allocation_sum import RatioLaw, average_law, gaussian_ratio_bounds, gaussian_step_law, make_grid, power_law, ratio_pair
+from ._allocation_sum import RatioLaw, average_law, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
 from .._reporting import throttled_reporter
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .generic import PairMechanism
@@ -145,10 +145,8 @@ class RandomAllocation(ShuffleMechanism):
         standard deviation and maximum ratio (for the grids)."""
         if self.step is None:
             sigma = self.noise_multiplier
-            high = gaussian_ratio_bounds(sigma, tail_each)
             sd = math.sqrt(math.expm1(1.0 / sigma**2))
-            grid = make_grid(1.0, sd, 1e-30, high)
-            law, q_tail, p_tail = gaussian_step_law(sigma, grid, upper)
+            law, q_tail, p_tail = gaussian_step_law(sigma, tail_each, upper)
             return law, p_tail, q_tail, 0.0, sd
         atoms, masses, alpha, loc_err, mass_err = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
         law = RatioLaw(atoms, masses, mass_err, loc_err, upper)
@@ -163,7 +161,7 @@ class RandomAllocation(ShuffleMechanism):
         center = max(float(np.dot(law.points, law.masses)), 1e-3)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(center, sd / math.sqrt(n), min(1e-30, float(law.points[law.points > 0][0]) / n) if np.any(law.points > 0) else 1e-30, high)
+            return make_grid(center, sd / math.sqrt(n), 1e-30, high, **tail_steps(self.noise_multiplier))
 
         law = average_law(law, m, grid_for, say)
         # Truncation: E = {some step's ratio beyond the grid}; P(E) = 1 - (1 - p)(1 - q)^(m-1), Q(E) = 1 - (1-q)^m.
@@ -189,7 +187,7 @@ class RandomAllocation(ShuffleMechanism):
         low = max(float(law.points[law.points > 0][0]), 1e-300)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(1.0, sd * math.sqrt(n), max(low**n, 1e-300), float(law.points[-1]) ** n)
+            return make_grid(1.0, sd * math.sqrt(n), max(low**n, 1e-300), float(law.points[-1]) ** n, **tail_steps(self.noise_multiplier))
 
         composed = power_law(law, k, grid_for)
         # Flags compose: any of the k allocations flagged (union bound), singular: any singular.
