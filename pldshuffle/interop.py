@@ -198,7 +198,8 @@ def certified_to_dp_accounting(pld: Any) -> Any:
     return privacy_loss_distribution.PrivacyLossDistribution(pmfs[0], pmfs[1] if len(pmfs) > 1 else None)
 
 
-def from_dp_accounting(pld: Any, *, description: str = "privacy loss distribution imported from dp-accounting") -> Any:
+def from_dp_accounting(pld: Any, *, description: str = "privacy loss distribution imported from dp-accounting",
+                       neighboring_relation: str = "add-remove") -> Any:
     """Import a ``dp_accounting`` ``PrivacyLossDistribution`` (e.g. DP-SGD's) as a composable mechanism.
 
     Both of its loss distributions (remove and add) become the two orders of a
@@ -206,6 +207,12 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
     then discretises and composes them like any other pair.  The result is a guarantee for the original
     mechanism exactly when the imported distribution dominates it -- true for dp-accounting's
     pessimistic estimates (``pessimistic_estimate=True``, its default), which is checked here.
+
+    ``neighboring_relation`` is the relation the distribution was built for: dp-accounting's default
+    (and DP-SGD's) is add/remove of one example, ``"add-remove"``.  A ledger refuses to mix relations; to
+    compose DP-SGD with replace-one shuffle rounds, build the distribution for replace-one neighbours
+    (e.g. the Gaussian mechanism with ``sensitivity=2``, or dp-accounting's ``NeighboringRelation.REPLACE_ONE``)
+    and state it here with ``neighboring_relation="replace-one"``: that statement is yours to make.
 
     Raises
     ------
@@ -228,4 +235,5 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
         error = 4.0 * UNIT_ROUNDOFF * (1.0 + float(np.max(np.abs(losses), initial=0.0)))
         directions.append(LossDistribution(losses, masses * scale, infinity_mass=float(dense._infinity_mass), loss_error=error))
     backward = None if pld._symmetric else directions[1]
-    return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description)
+    return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description,
+                         neighboring_relation=neighboring_relation)

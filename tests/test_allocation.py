@@ -251,6 +251,37 @@ def test_step_must_be_a_pair_of_distributions():
 def test_describe_names_the_relation():
     m = ps.RandomAllocation(100, noise_multiplier=1.0)
     assert "add/remove" in m.describe()
-    assert m.neighbouring == "add-remove"
+    assert m.neighboring_relation == "add-remove"
     assert m == ps.RandomAllocation(100.0, noise_multiplier=1)  # integral floats, hashable
     assert hash(m) == hash(ps.RandomAllocation(100, noise_multiplier=1.0))
+
+
+# ----------------------------------------------------------------------------- ledgers
+def test_ledger_refuses_mixed_neighbouring_relations():
+    acc = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(100, 1.0))
+    with pytest.raises(ValueError, match="different promises"):
+        acc.compose(ps.RandomAllocation(10, noise_multiplier=1.0))
+    acc = ps.FourierAccountant().compose(ps.RandomAllocation(10, noise_multiplier=1.0))
+    with pytest.raises(ValueError, match="replace-one"):
+        acc.compose(ps.ShuffledBinaryRR(100, 1.0))
+    # a pair declared add/remove composes with random allocation; PairMechanism defaults to replace-one
+    rr = ps.PrivacyLossPair.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75])
+    acc.compose(ps.PairMechanism(rr, neighboring_relation="add-remove"))
+    with pytest.raises(ValueError, match="PairMechanism"):
+        acc.compose(ps.PairMechanism(rr))
+    with pytest.raises(ValueError, match="neighboring_relation"):
+        ps.PairMechanism(rr, neighboring_relation="swap")
+
+
+def test_allocation_composes_with_imported_dp_accounting_steps():
+    """RandomAllocation and an imported (add/remove) dp-accounting PLD share a ledger; the joint ε is at
+    least either part's lower end."""
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    from pldshuffle.interop import from_dp_accounting
+
+    gauss = pld.from_gaussian_mechanism(4.0, value_discretization_interval=1e-3)
+    alloc = ps.RandomAllocation(50, noise_multiplier=1.0)
+    part = ps.FourierAccountant().compose(alloc, 2).get_epsilon_bounds(1e-6)
+    joint = ps.FourierAccountant().compose(alloc, 2).compose(from_dp_accounting(gauss), 5).get_epsilon_bounds(1e-6)
+    assert joint.upper >= part.lower
+    assert any("add/remove" in c for c in joint.caveats)  # the result names the relation

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -83,7 +84,7 @@ class RandomAllocation(ShuffleMechanism):
     step: object | None = None
 
     #: The neighbouring relation this mechanism's guarantee is for.
-    neighbouring = "add-remove"
+    neighboring_relation: ClassVar[str] = "add-remove"
 
     def __post_init__(self) -> None:
         t = check_int("num_steps", self.num_steps, minimum=1, maximum=2**40)
