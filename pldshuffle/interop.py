@@ -40,7 +40,7 @@ from ._validation import check_int, check_positive_finite
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
 
-__all__ = ["certified_to_dp_accounting", "from_dp_accounting", "to_dp_accounting", "to_log_pmfs"]
+__all__ = ["certified_to_dp_accounting", "from_dp_accounting", "from_dp_event", "to_dp_accounting", "to_log_pmfs"]
 
 _Q_REST = "Q-only"
 _P_INFINITY = "P-only"
@@ -237,3 +237,31 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
     backward = None if pld._symmetric else directions[1]
     return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description,
                          neighboring_relation=neighboring_relation)
+
+
+def from_dp_event(event: Any) -> ShuffleMechanism:
+    """The pldshuffle mechanism of a dp-accounting ``DpEvent``, where one exists.
+
+    * ``RandomAllocationDpEvent(event=GaussianDpEvent(σ), num_selected=k, num_steps=t)`` (dp-accounting
+      releases after 0.6.0) -> :class:`~pldshuffle.RandomAllocation` ``(t, k, noise_multiplier=σ)``;
+    * ``GaussianDpEvent(σ)`` -> ``RandomAllocation(1, noise_multiplier=σ)`` (one Gaussian step).
+
+    Both are for add/remove neighbours, as in dp-accounting.  Events are recognised by their class name and
+    fields, so no particular dp-accounting release is needed.  Compose epochs with ``count=``.
+
+    Raises
+    ------
+    ValueError
+        For any other event (named in the message), or a random allocation of non-Gaussian steps.
+    """
+    from .mechanisms.allocation import RandomAllocation
+
+    name = type(event).__name__
+    if name == "GaussianDpEvent":
+        return RandomAllocation(1, noise_multiplier=float(event.noise_multiplier))
+    if name == "RandomAllocationDpEvent":
+        inner = event.event
+        if type(inner).__name__ != "GaussianDpEvent":
+            raise ValueError(f"from_dp_event supports random allocation of Gaussian steps only, got steps {type(inner).__name__}")
+        return RandomAllocation(int(event.num_steps), num_selected=int(event.num_selected), noise_multiplier=float(inner.noise_multiplier))
+    raise ValueError(f"from_dp_event supports RandomAllocationDpEvent and GaussianDpEvent, got {name}")

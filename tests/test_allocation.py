@@ -285,3 +285,40 @@ def test_allocation_composes_with_imported_dp_accounting_steps():
     joint = ps.FourierAccountant().compose(alloc, 2).compose(from_dp_accounting(gauss), 5).get_epsilon_bounds(1e-6)
     assert joint.upper >= part.lower
     assert any("add/remove" in c for c in joint.caveats)  # the result names the relation
+
+
+# ----------------------------------------------------------------------------- interop
+def _events():
+    """dp-accounting's event classes when the installed release has RandomAllocationDpEvent, else fakes
+    with the same names and fields (upstream: RandomAllocationDpEvent(event, num_selected, num_steps))."""
+    try:
+        from dp_accounting import dp_event
+
+        return dp_event.GaussianDpEvent, dp_event.RandomAllocationDpEvent
+    except (ImportError, AttributeError):
+        from dataclasses import dataclass
+
+        @dataclass
+        class GaussianDpEvent:
+            noise_multiplier: float
+
+        @dataclass
+        class RandomAllocationDpEvent:
+            event: object
+            num_selected: int
+            num_steps: int
+
+        return GaussianDpEvent, RandomAllocationDpEvent
+
+
+def test_from_dp_event_builds_the_same_mechanism():
+    from pldshuffle.interop import from_dp_event
+
+    gaussian, allocation = _events()
+    m = from_dp_event(allocation(event=gaussian(2.0), num_selected=10, num_steps=100))
+    assert m == ps.RandomAllocation(100, num_selected=10, noise_multiplier=2.0)
+    assert from_dp_event(gaussian(1.5)) == ps.RandomAllocation(1, noise_multiplier=1.5)
+    with pytest.raises(ValueError, match="Gaussian steps"):
+        from_dp_event(allocation(event=object(), num_selected=1, num_steps=10))
+    with pytest.raises(ValueError, match="supports"):
+        from_dp_event(object())
