@@ -281,6 +281,11 @@ def ratio_pair(law: RatioLaw, *, p_flagged: float, q_flagged: float, p_singular:
     else:
         scale_p = (1.0 - law.mass_error) / (1.0 + lam) * (1.0 - 4.0 * _U)
         scale_q = (1.0 - law.mass_error) * (1.0 - 4.0 * _U)
+    if law.upper and law.mass_error + lam > 3e-10:
+        # The inflated masses may exceed 1 by ~mass_error; the pair must stay a (sub)probability up to the
+        # 1e-9 the library tolerates for rounding.  Reached near t ~ 1e6 steps.
+        raise ValueError(f"the rounding error budget of this random allocation ({law.mass_error + lam:.2g} relative) "
+                         "exceeds 3e-10: use fewer steps per epoch (num_steps)")
     positive = law.points > 0.0
     x, m = law.points[positive], law.masses[positive]
     at_zero = float(np.sum(law.masses[~positive]))
