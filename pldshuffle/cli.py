@@ -79,13 +79,17 @@ mechanisms (choose one with --mechanism, or several with --compose / --spec):
               wang24 (both reproduction only, NOT guarantees)
 
 heterogeneous composition:
-  --compose KIND:KEY=VALUE,KEY=VALUE[:count=N]   (repeatable; count defaults to 1)
+  --compose KIND:KEY=VALUE,KEY=VALUE[:count=N][:same_data=true]
+      (repeatable; count defaults to 1)
       e.g. --compose binary-rr:num_users=1000,local_epsilon=1:count=10
            --compose krr:num_users=1000,domain_size=4,gamma=0.25,adversary=strong:count=5
       KEYs are the Python parameter names (num_users, local_epsilon, gamma, domain_size,
-      adversary, dataset, reduction).
+      adversary, dataset, reduction).  same_data=true: the entry's rounds all see the
+      SAME dataset (one block, tighter; valid only then); by default the data may change
+      between rounds.  Each entry is its own block: data may change between entries.
   --spec FILE.json  a JSON list of {"mechanism": KIND, "parameters": {...}, "count": N}
-      (or an object with such a list under "mechanisms", e.g. an earlier --json output).
+      (optionally "same_data": true; or an object with such a list under "mechanisms",
+      e.g. an earlier --json output).
   All of --mechanism (with --rounds), --compose and --spec may be combined.
 """
 
@@ -149,12 +153,12 @@ def _reporting(args: argparse.Namespace) -> Iterator[ProgressReporter]:
 # ---------------------------------------------------------------------- subcommands
 def _run_query(args: argparse.Namespace, report: ProgressReporter) -> int:
     ledger = ledger_from_args(args)
-    rounds = sum(count for _, count in ledger)
+    rounds = sum(count for _, count, _ in ledger)
     # Stage messages for every query: a single round of a large mechanism takes seconds too (2RR at 1e9
     # users ~6 s, kRR weak at 1e6 users ~12 s); the bar shows only after a second, so quick ones print nothing.
     accountant = FourierAccountant(progress=report)
-    for mechanism, count in ledger:
-        accountant.compose(mechanism, count)
+    for mechanism, count, same_data in ledger:
+        accountant.compose(mechanism, count, same_data=same_data)
     report(f"computing {rounds} composed rounds…" if rounds > 1 else "computing one round…")
     bounds: EpsilonBounds | DeltaBounds
     if args.command == "epsilon":
@@ -162,13 +166,13 @@ def _run_query(args: argparse.Namespace, report: ProgressReporter) -> int:
     else:
         value, bounds = args.epsilon, accountant.get_delta_bounds(args.epsilon)
     report.close()  # the status line ends before the answer goes to the same terminal
-    _emit(args, accountant.ledger, accountant.rounds, args.command, value, bounds, extra=None)
+    _emit(args, accountant.entries, accountant.rounds, args.command, value, bounds, extra=None)
     return 0
 
 
 def _emit(
     args: argparse.Namespace,
-    ledger: Sequence[tuple[ShuffleMechanism, int]],
+    ledger: Sequence[tuple[ShuffleMechanism, int, bool]],
     rounds: int,
     query: str,
     value: float,
@@ -218,7 +222,7 @@ def _run_calibrate(args: argparse.Namespace, report: ProgressReporter) -> int:
     record = result.to_dict()
     extra = {key: record[key] for key in ("parameter", "value", "bracket", "target_epsilon", "target_delta")}
     report.close()
-    _emit(args, ((result.mechanism, result.rounds),), result.rounds, "epsilon", args.delta, result.bounds, extra)
+    _emit(args, ((result.mechanism, result.rounds, False),), result.rounds, "epsilon", args.delta, result.bounds, extra)
     return 0
 
 
