@@ -156,15 +156,15 @@ class RandomAllocation(ShuffleMechanism):
             return law, p_tail, q_tail, 0.0, sd
         atoms, masses, alpha, loc_err, mass_err = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
         law = RatioLaw(atoms, masses, mass_err, loc_err, upper)
-        mean = float(np.dot(atoms, masses))
-        sd = math.sqrt(max(float(np.dot(atoms**2, masses)) - mean**2, 1e-300))
+        mean = float(np.sum(atoms * masses))
+        sd = math.sqrt(max(float(np.sum(atoms**2 * masses)) - mean**2, 1e-300))
         return law, 0.0, 0.0, alpha, sd
 
     def _average(self, m: int, upper: bool, tail: float, say) -> tuple[RatioLaw, float, float, float]:
         """The law of R for 1-of-m, with its flagged P- and Q-masses and singular P-mass."""
         law, p_tail, q_tail, alpha, sd = self._step(upper, tail / m, m)
         high = float(law.points[-1])
-        center = max(float(np.dot(law.points, law.masses)), 1e-3)
+        center = max(float(np.sum(law.points * law.masses)), 1e-3)
 
         def grid_for(n: int) -> np.ndarray:
             return make_grid(center, sd / math.sqrt(n), 1e-30, high, **tail_steps(self.noise_multiplier))
@@ -189,7 +189,7 @@ class RandomAllocation(ShuffleMechanism):
         if k * log_high > _MAX_LOG_PRODUCT:
             raise ValueError(f"num_selected={k} is too large for this step (the composed ratio reaches e^{k * log_high:.0f}); "
                              f"use num_selected <= {int(_MAX_LOG_PRODUCT / log_high)}")
-        sd = math.sqrt(max(float(np.dot(law.points**2, law.masses)) - float(np.dot(law.points, law.masses)) ** 2, 1e-300))
+        sd = math.sqrt(max(float(np.sum(law.points**2 * law.masses)) - float(np.sum(law.points * law.masses)) ** 2, 1e-300))
         low = max(float(law.points[law.points > 0][0]), 1e-300)
 
         def grid_for(n: int) -> np.ndarray:
