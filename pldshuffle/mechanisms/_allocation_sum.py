@@ -126,6 +126,10 @@ def combine(a: RatioLaw, b: RatioLaw, grid: NDArray[np.float64], *, weight_a: fl
     if a.upper != b.upper:
         raise ValueError("cannot combine an upper and a lower law")
     wb = 1.0 - weight_a
+    if product:  # the grid must reach the largest product as computed (a power's rounding may fall short)
+        top = float(a.points[-1]) * float(b.points[-1])
+        if grid[-1] < top:
+            grid = np.append(grid, top * (1.0 + 4.0 * _U))
     mass, moment, outside = combine_laws(a.points, a.masses, b.points, b.masses, weight_a, wb, product, grid, a.upper)
     if outside > 0.0:  # the grids are built to cover every combined point: a bug, never a bound
         raise RuntimeError(f"combined points beyond the grid's end ({outside:.3g} mass)")
