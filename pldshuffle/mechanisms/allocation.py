@@ -11,9 +11,9 @@ certified discretisation and the ``k > 1`` decomposition theorem) is in docs/mat
   by binary powering on grids, a mean-preserving spread at every step for the upper pair and a
   contraction for the lower one (:mod:`._allocation_sum`), every truncated tail and rounding booked.
 * ``k > 1``: upper pair = the ``k``-fold composition of the ``1``-of-``⌊t/k⌋`` pair (a proven domination: a
-  decomposition bound, said in the caveats); lower pair = exact enumeration for small finite steps, else a
-  post-processing of the exact mechanism (Gaussian: the maximum of the ``t`` step outputs; finite step:
-  one step's output), which is a LOWER bound only.
+  decomposition bound, said in the caveats); lower pairs = exact enumeration for small finite steps, else
+  post-processings of the exact mechanism (Gaussian: the maximum of the ``t`` step outputs and the number
+  of outputs above a few thresholds; finite step: one step's output), which are LOWER bounds only.
 """
 
 from __future__ import annotations
@@ -27,19 +27,20 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._kernels import UNIT_ROUNDOFF as _U
+from .._reporting import throttled_reporter
 from .._validation import check_int, check_positive_finite
 from ..pld import PrivacyLossPair
 from ._allocation_sum import RatioLaw, average_law, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
-from .._reporting import throttled_reporter
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .generic import PairMechanism
 
 __all__ = ["RandomAllocation"]
 
 
-def norm_sf(z: float) -> float:
+def _norm_sf(z: float) -> float:
     """``Φ̄(z) = Φ(-z)`` (scipy's ``ndtr``, accurate in both tails)."""
     return float(ndtr(-z))
+
 
 #: Output tuples of a finite step enumerated exactly (``m^t``, m distinct ratios): below, the pair is exact.
 EXACT_TUPLES = 2**16
@@ -85,8 +86,9 @@ class RandomAllocation(ShuffleMechanism):
     >>> import pldshuffle as ps
     >>> m = ps.RandomAllocation(1, noise_multiplier=1.0)   # one step: the Gaussian mechanism
     >>> acc = ps.FourierAccountant().compose(m)
-    >>> round(float(acc.get_delta(1.0)), 4)   # Gaussian mechanism, μ = 1: 0.1269
-    0.1269
+    >>> b = acc.get_delta_bounds(1.0)   # the Gaussian mechanism with μ = 1: δ(1) = 0.126937
+    >>> b.lower <= 0.126937 <= b.upper, round(b.upper, 3)
+    (True, 0.127)
     """
 
     num_steps: int
@@ -134,7 +136,7 @@ class RandomAllocation(ShuffleMechanism):
         caveats: tuple[str, ...] = ("neighbouring relation: add/remove of one example (both directions; the guarantee is the larger)",)
         if self.step is not None:
             atoms = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
-            if len(atoms[0]) ** t <= EXACT_TUPLES:
+            if t * math.log(len(atoms[0])) <= math.log(EXACT_TUPLES):
                 law = _exact_law(atoms, t, k)
                 upper = ratio_pair(law, p_flagged=0.0, q_flagged=0.0, p_singular=_singular(atoms, t, k), label=self._label("exact"))
                 lower = ratio_pair(_as_lower(law), p_flagged=0.0, q_flagged=0.0, p_singular=_singular(atoms, t, k), label=self._label("exact"))
@@ -257,7 +259,7 @@ class RandomAllocation(ShuffleMechanism):
         from scipy.stats import binom
 
         t, k, sigma = self.num_steps, self.num_selected, self.noise_multiplier
-        p0, p1 = float(norm_sf(z)), float(norm_sf(z - 1.0 / sigma))
+        p0, p1 = float(_norm_sf(z)), float(_norm_sf(z - 1.0 / sigma))
         q = binom.pmf(np.arange(t + 1), t, p0)
         p = np.convolve(binom.pmf(np.arange(k + 1), k, p1), binom.pmf(np.arange(t - k + 1), t - k, p0))
         keep = (q > 1e-250) & (p > 1e-250)
