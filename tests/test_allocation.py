@@ -345,3 +345,16 @@ def test_from_dp_event_builds_the_same_mechanism():
         from_dp_event(allocation(event=object(), num_selected=1, num_steps=10))
     with pytest.raises(ValueError, match="supports"):
         from_dp_event(object())
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.floats(0.5, 3.0), st.integers(2, 64))
+def test_allocation_is_below_the_gaussian_mechanism(sigma, t):
+    """Revealing which step holds the example leaves one Gaussian mechanism (μ = 1/σ): the exact 1-of-t is
+    dominated by it, so the certified LOWER end must lie below its closed form, both directions; and the
+    bracket is ordered."""
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    (rem, add), _ = family_bounds(ps.RandomAllocation(t, noise_multiplier=sigma), eps)
+    gauss = np.array([gaussian_delta(e, 1 / sigma) for e in eps])
+    for low, up in (rem, add):
+        assert np.all(low <= gauss * (1 + 1e-12)) and np.all(low <= up)
