@@ -23,7 +23,7 @@ __version__ = "0.2.0"
 #: Public name -> submodule defining it.
 _EXPORTS = {
     "CalibrationResult": ".calibrate",
-    "CertifiedPLD": ".certified",
+    "CertifiedPLD": ".pld.certified",
     "DeltaBounds": ".results",
     "EpsilonBounds": ".results",
     "FourierAccountant": ".accountant",
@@ -46,7 +46,7 @@ _EXPORTS = {
 #: Subpackages and modules reachable as attributes (``pldshuffle.bounds``) without an explicit import.
 _SUBMODULES = (
     "accountant", "bounds", "calibrate", "certified", "cli", "composition", "dominating", "fft", "grid", "interop",
-    "lattice", "mechanisms", "pld", "plotting", "randomizers", "results",
+    "lattice", "mechanisms", "pld", "plotting", "randomizers", "results", "worstcase",
 )
 
 __all__ = sorted([*_EXPORTS, "__version__", "randomizers"])
@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .accountant import FourierAccountant
     from . import randomizers
     from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
-    from .certified import CertifiedPLD
+    from .pld.certified import CertifiedPLD
     from .mechanisms.labelled_clones import LabelledClonePair
     from .mechanisms.base import PairFamily, ShuffleMechanism
     from .mechanisms.binary_rr import ShuffledBinaryRR
