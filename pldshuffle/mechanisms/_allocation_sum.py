@@ -75,7 +75,7 @@ def _up(x: float) -> float:
     return x * (1.0 + 4.0 * _U)
 
 
-def make_grid(center: float, scale: float, low: float, high: float, *, resolution: int = 48, width: float = 12.0,
+def make_grid(center: float, scale: float, low: float, high: float, *, resolution: float = 48, width: float = 12.0,
               growth: float = 0.02, max_log_step: float = 0.25) -> NDArray[np.float64]:
     """Ascending grid on ``[0, high]`` for ratios concentrated around ``center`` with spread ``scale``.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -123,6 +124,19 @@ class RandomAllocation(ShuffleMechanism):
                 raise TypeError(f"step must be a PairMechanism or a PrivacyLossPair, got {type(self.step).__name__}")
             _step_atoms(pair)  # validates: a pair of probability distributions
 
+    @property
+    def _sigma(self) -> float:
+        """σ of Gaussian steps (only called on that path)."""
+        assert self.noise_multiplier is not None
+        return float(self.noise_multiplier)
+
+    @property
+    def _step_pair(self) -> PrivacyLossPair:
+        """The step pair (only called on that path)."""
+        pair = self.step.pair if isinstance(self.step, PairMechanism) else self.step
+        assert isinstance(pair, PrivacyLossPair)
+        return pair
+
     # ------------------------------------------------------------------ description
     def describe(self) -> str:
         what = f"Gaussian steps, noise multiplier σ={self.noise_multiplier:g}" if self.step is None else "user-supplied step pair"
@@ -135,7 +149,7 @@ class RandomAllocation(ShuffleMechanism):
         say = throttled_reporter()
         caveats: tuple[str, ...] = ("neighbouring relation: add/remove of one example (both directions; the guarantee is the larger)",)
         if self.step is not None:
-            atoms = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
+            atoms = _step_atoms(self._step_pair)
             if t * math.log(len(atoms[0])) <= math.log(EXACT_TUPLES):
                 law = _exact_law(atoms, t, k)
                 upper = ratio_pair(law, p_flagged=0.0, q_flagged=0.0, p_singular=_singular(atoms, t, k), label=self._label("exact"))
@@ -167,17 +181,17 @@ class RandomAllocation(ShuffleMechanism):
         """One step's law (spread or contracted), its flagged tail P/Q-masses, its singular P-mass, and its
         standard deviation and maximum ratio (for the grids)."""
         if self.step is None:
-            sigma = self.noise_multiplier
+            sigma = self._sigma
             sd = math.sqrt(math.expm1(1.0 / sigma**2))
             law, q_tail, p_tail = gaussian_step_law(sigma, tail_each, upper)
             return law, p_tail, q_tail, 0.0, sd
-        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
+        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self._step_pair)
         law = RatioLaw(atoms, masses, mass_err, loc_err, upper)
         mean = float(np.sum(atoms * masses))
         sd = math.sqrt(max(float(np.sum(atoms**2 * masses)) - mean**2, 1e-300))
         return law, 0.0, 0.0, alpha, sd
 
-    def _average(self, m: int, upper: bool, tail: float, say) -> tuple[RatioLaw, float, float, float]:
+    def _average(self, m: int, upper: bool, tail: float, say: Callable[[str], None] | None) -> tuple[RatioLaw, float, float, float]:
         """The law of R for 1-of-m, with its flagged P- and Q-masses and singular P-mass."""
         law, p_tail, q_tail, alpha, sd = self._step(upper, tail / m, m)
         high = float(law.points[-1])
@@ -194,12 +208,12 @@ class RandomAllocation(ShuffleMechanism):
         margin = 1.0 + 1e-12
         return law, min(p_flag * margin, 1.0), min(q_flag * margin, 1.0), alpha
 
-    def _one_of(self, m: int, upper: bool, tail: float, say) -> PrivacyLossPair:
+    def _one_of(self, m: int, upper: bool, tail: float, say: Callable[[str], None] | None) -> PrivacyLossPair:
         law, p_flag, q_flag, singular = self._average(m, upper, tail, say)
         return ratio_pair(law, p_flagged=p_flag, q_flagged=q_flag, p_singular=singular, trim=tail,
                           label=self._label(f"1-of-{m} {'upper' if upper else 'lower'}"))
 
-    def _compose_upper(self, m: int, k: int, tail: float, say) -> PrivacyLossPair:
+    def _compose_upper(self, m: int, k: int, tail: float, say: Callable[[str], None] | None) -> PrivacyLossPair:
         """Upper pair of k-of-t: the k-fold composition of the 1-of-m upper pair (likelihood ratios multiply)."""
         law, p_flag, q_flag, singular = self._average(m, True, tail / k, say)
         log_high = math.log(float(law.points[-1]))
@@ -226,7 +240,7 @@ class RandomAllocation(ShuffleMechanism):
         ``Q(M ≤ c) = Φ(c/σ)^t``, ``P(M ≤ c) = Φ((c-1)/σ)^k Φ(c/σ)^(t-k)`` (mpmath, 40 digits)."""
         import mpmath
 
-        t, k, sigma = self.num_steps, self.num_selected, self.noise_multiplier
+        t, k, sigma = self.num_steps, self.num_selected, self._sigma
         with mpmath.workdps(40):
             s = mpmath.mpf(sigma)
             center = sigma * math.sqrt(2.0 * math.log(max(t, 2)))
@@ -258,7 +272,7 @@ class RandomAllocation(ShuffleMechanism):
         most ``(min(k, t-k) + 2)u`` relative.  O(min(k, t-k)·t)."""
         from scipy.stats import binom
 
-        t, k, sigma = self.num_steps, self.num_selected, self.noise_multiplier
+        t, k, sigma = self.num_steps, self.num_selected, self._sigma
         p0, p1 = float(_norm_sf(z)), float(_norm_sf(z - 1.0 / sigma))
         q = binom.pmf(np.arange(t + 1), t, p0)
         p = np.convolve(binom.pmf(np.arange(k + 1), k, p1), binom.pmf(np.arange(t - k + 1), t - k, p0))
@@ -272,7 +286,7 @@ class RandomAllocation(ShuffleMechanism):
     def _one_step_lower(self) -> PrivacyLossPair:
         """LOWER pair for a finite step and k > 1: one step's output alone, ((k/t)A + (1-k/t)B, B)."""
         t, k = self.num_steps, self.num_selected
-        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
+        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self._step_pair)
         f = k / t
         law = RatioLaw(f * atoms + (1.0 - f), masses, mass_err + 4 * _U, loc_err + 4 * _U, False)
         return ratio_pair(law, p_flagged=0.0, q_flagged=0.0, p_singular=f * alpha * (1 - 4 * _U),
