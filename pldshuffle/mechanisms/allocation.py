@@ -31,7 +31,7 @@ from .._kernels import UNIT_ROUNDOFF as _U
 from .._reporting import throttled_reporter
 from .._validation import check_int, check_positive_finite
 from ..pld import PrivacyLossPair
-from ._allocation_sum import RatioLaw, average_law, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
+from ._allocation_sum import GRID_LOW, RatioLaw, average_law, gaussian_low, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .generic import PairMechanism
 
@@ -195,10 +195,11 @@ class RandomAllocation(ShuffleMechanism):
         """The law of R for 1-of-m, with its flagged P- and Q-masses and singular P-mass."""
         law, p_tail, q_tail, alpha, sd = self._step(upper, tail / m, m)
         high = float(law.points[-1])
+        low = GRID_LOW if self.step is not None else gaussian_low(self._sigma)
         center = max(float(np.sum(law.points * law.masses)), 1e-3)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(center, sd / math.sqrt(n), 1e-30, high, **tail_steps(self.noise_multiplier))
+            return make_grid(center, sd / math.sqrt(n), low, high, **tail_steps(self.noise_multiplier, high, low))
 
         law = average_law(law, m, grid_for, say)
         # Truncation: E = {some step's ratio beyond the grid}; P(E) = 1 - (1 - p)(1 - q)^(m-1), Q(E) = 1 - (1-q)^m.
@@ -224,7 +225,8 @@ class RandomAllocation(ShuffleMechanism):
         low = max(float(law.points[law.points > 0][0]), 1e-300)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(1.0, sd * math.sqrt(n), max(low**n, 1e-300), float(law.points[-1]) ** n, **tail_steps(self.noise_multiplier))
+            top, bottom = float(law.points[-1]) ** n, max(low**n, 1e-300)
+            return make_grid(1.0, sd * math.sqrt(n), bottom, top, **tail_steps(self.noise_multiplier, top, bottom))
 
         composed = power_law(law, k, grid_for)
         # Flags compose: any of the k allocations flagged (union bound), singular: any singular.
