@@ -358,3 +358,26 @@ def test_allocation_is_below_the_gaussian_mechanism(sigma, t):
     gauss = np.array([gaussian_delta(e, 1 / sigma) for e in eps])
     for low, up in (rem, add):
         assert np.all(low <= gauss * (1 + 1e-12)) and np.all(low <= up)
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.3, 1.0, 5.0, 100.0])
+def test_gaussian_step_laws_keep_mass_and_mean(sigma):
+    """The spread keeps the step's Q-mass and mean (P-mass) on the kept range; the contraction too (its
+    points are centroids): checked against the truncated tails from scipy (at 1e-12)."""
+    from pldshuffle.mechanisms._allocation_sum import gaussian_step_law
+
+    for upper in (True, False):
+        law, q_tail, p_tail = gaussian_step_law(sigma, 1e-20, upper)
+        assert float(np.sum(law.masses)) == pytest.approx(1 - q_tail, abs=1e-12)
+        assert float(np.sum(law.points * law.masses)) == pytest.approx(1 - p_tail, abs=1e-12)
+        assert p_tail <= 1e-20 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("sigma", [0.15, 0.3])
+def test_small_noise_multipliers_still_bracket(sigma):
+    (rem, add), _ = family_bounds(ps.RandomAllocation(1, noise_multiplier=sigma), EPS)
+    exact = np.array([gaussian_delta(e, 1 / sigma) for e in EPS])
+    for low, up in (rem, add):
+        assert np.all(low <= exact) and np.all(exact <= up)
+    b = ps.FourierAccountant().compose(ps.RandomAllocation(3, noise_multiplier=0.1), count=3).get_epsilon_bounds(1e-6)
+    assert math.isfinite(b.upper) and b.upper <= 1.01 * b.lower
