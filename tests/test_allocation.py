@@ -381,3 +381,10 @@ def test_small_noise_multipliers_still_bracket(sigma):
         assert np.all(low <= exact) and np.all(exact <= up)
     b = ps.FourierAccountant().compose(ps.RandomAllocation(3, noise_multiplier=0.1), count=3).get_epsilon_bounds(1e-6)
     assert math.isfinite(b.upper) and b.upper <= 1.01 * b.lower
+
+
+def test_too_many_steps_are_refused_up_front():
+    with pytest.raises(ValueError, match="num_steps must be at most"):
+        ps.RandomAllocation(300_000, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="num_steps must be at most"):
+        ps.RandomAllocation(300_000, num_selected=10, noise_multiplier=1.0)

@@ -106,11 +106,12 @@ class RandomAllocation(ShuffleMechanism):
         if isinstance(self.num_selected, (int, float)) and not isinstance(self.num_selected, bool) and self.num_selected > t:
             raise ValueError(f"num_selected must be an integer in [1, num_steps={t}], got {self.num_selected!r}")
         object.__setattr__(self, "num_selected", check_int("num_selected", self.num_selected, minimum=1, maximum=t))
-        # Rounding: the masses' relative error grows like ~12u per averaged step (docs/mathematics.md);
-        # the pairs must stay within the library's 1e-9 tolerance on total mass (3e-10 kept for the rest).
-        if 12.0 * _U * (t // self.num_selected) > 3e-10:
-            raise ValueError(f"num_steps/num_selected must be at most {int(3e-10 / (12.0 * _U)):,} (the double-precision "
-                             f"error budget of the certified sum), got num_steps={t} with num_selected={self.num_selected}")
+        # Rounding: the masses' relative error grows like ~12u per averaged step, and the k > 1 bound multiplies
+        # k laws of ⌊t/k⌋ steps (docs/mathematics.md); the pairs must stay within the library's 1e-9 tolerance on
+        # total mass (3e-10 kept for the rest).
+        if 12.0 * _U * t > 3e-10:
+            raise ValueError(f"num_steps must be at most {int(3e-10 / (12.0 * _U)):,} (the double-precision error budget "
+                             f"of the certified sum), got {t}")
         if (self.noise_multiplier is None) == (self.step is None):
             raise ValueError("pass exactly one of noise_multiplier (Gaussian steps) and step (any step pair)")
         if self.noise_multiplier is not None:
