@@ -388,3 +388,11 @@ def test_too_many_steps_are_refused_up_front():
         ps.RandomAllocation(300_000, noise_multiplier=1.0)
     with pytest.raises(ValueError, match="num_steps must be at most"):
         ps.RandomAllocation(300_000, num_selected=10, noise_multiplier=1.0)
+
+
+def test_ledger_with_allocation_exports_to_dp_accounting():
+    pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    acc = ps.FourierAccountant().compose(ps.RandomAllocation(100, noise_multiplier=1.0), count=3)
+    b = acc.get_epsilon_bounds(1e-6)
+    exported = acc.to_dp_accounting()
+    assert b.lower <= exported.get_epsilon_for_delta(1e-6) <= b.upper * (1 + 1e-6)
