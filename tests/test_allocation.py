@@ -262,7 +262,7 @@ def test_bad_input_names_the_parameter(kwargs, name):
 
 
 def test_step_must_be_a_pair_of_distributions():
-    bad = ps.PairMechanism.from_probability_mass_functions([0.5, 0.4], [0.5, 0.5])  # sums to 0.9
+    bad = ps.PairMechanism.from_probability_mass_functions([0.5, 0.4], [0.5, 0.5], missing_mass="infinity")  # sums to 0.9
     with pytest.raises(ValueError, match="step must be a pair of probability distributions"):
         ps.RandomAllocation(4, step=bad)
     with pytest.raises(TypeError, match="step"):
