@@ -347,6 +347,7 @@ def test_from_dp_event_builds_the_same_mechanism():
         from_dp_event(object())
 
 
+@pytest.mark.slow  # ~10 s on 2 shared cores
 @settings(max_examples=8, deadline=None)
 @given(st.floats(0.5, 3.0), st.integers(2, 64))
 def test_allocation_is_below_the_gaussian_mechanism(sigma, t):
