@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING
 _EXPORTS = {
     "LabelledClonePair": ".labelled_clones",
     "PairMechanism": ".generic",
+    "RandomAllocation": ".allocation",
     "ShuffledBinaryRR": ".binary_rr",
     "ShuffledKRR": ".krr",
     "ShuffledLDP": ".clones",
 }
 
-__all__ = ["LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+__all__ = ["LabelledClonePair", "PairMechanism", "RandomAllocation", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
     from .clones import ShuffledLDP
+    from .allocation import RandomAllocation
     from .generic import PairMechanism
     from .krr import ShuffledKRR
     from .labelled_clones import LabelledClonePair

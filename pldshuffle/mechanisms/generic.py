@@ -31,17 +31,24 @@ class PairMechanism(ShuffleMechanism):
 
     pair: PrivacyLossPair
     description: str = "user-supplied neighbouring pair"
+    #: The neighbouring relation the pair dominates under ("replace-one", the shuffle mechanisms' relation,
+    #: unless stated; dp-accounting imports are "add-remove").  Ledgers refuse to mix relations.
+    neighboring_relation: str = "replace-one"
 
     def __post_init__(self) -> None:
         if not isinstance(self.pair, PrivacyLossPair):
             raise TypeError(f"pair must be a PrivacyLossPair, got {type(self.pair).__name__}")
+        if self.neighboring_relation not in ("replace-one", "add-remove"):
+            raise ValueError(f"neighboring_relation must be 'replace-one' or 'add-remove', got {self.neighboring_relation!r}")
 
     @classmethod
     def from_probability_mass_functions(
-        cls, pmf_p: Mapping[object, float] | ArrayLike, pmf_q: Mapping[object, float] | ArrayLike, *, label: str = "user-supplied pair"
+        cls, pmf_p: Mapping[object, float] | ArrayLike, pmf_q: Mapping[object, float] | ArrayLike, *, label: str = "user-supplied pair",
+        neighboring_relation: str = "replace-one",
     ) -> PairMechanism:
         """Build from two pmfs on a common space (see :meth:`PrivacyLossPair.from_probability_mass_functions`)."""
-        return cls(PrivacyLossPair.from_probability_mass_functions(pmf_p, pmf_q, label=label), description=label)
+        return cls(PrivacyLossPair.from_probability_mass_functions(pmf_p, pmf_q, label=label), description=label,
+                   neighboring_relation=neighboring_relation)
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
         return PairFamily.exact(self.pair)
