@@ -39,6 +39,7 @@ import numpy as np
 from .._validation import check_num_users, check_probability, check_real
 from ..pld import PrivacyLossPair
 from ..randomizers.base import Finite, Randomizer
+from ..randomizers.continuous import Laplace
 from ..randomizers.named import BinaryRR, KaryRR
 from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
 from ._blanket_support import (
@@ -52,6 +53,7 @@ from ._blanket_support import (
     hit_width,
     trinomial_bounds,
 )
+from ._blanket_laplace import laplace_bounds, laplace_seconds
 from ._blanket_product import product_bounds
 from .base import DEFAULT_TAIL_MASS
 
@@ -90,7 +92,7 @@ def check_participation(value: object) -> float:
 class _Plan:
     """How one victim pair's blanket pair is evaluated."""
 
-    method: str  # "krr", "trinomial", "product", "grouped", "enumerated"
+    method: str  # "krr", "trinomial", "product", "grouped", "enumerated", "laplace"
     model: HitModel | None = None
     types: object | None = None
     victims: tuple[int, int] = (0, 1)
@@ -143,6 +145,8 @@ class BlanketPair:
     # ------------------------------------------------------------------ planning
     def _plan(self) -> tuple[tuple[_Plan, ...], str]:
         n, q, R = self.num_users, self.participation, self.randomizer
+        if isinstance(R, Laplace):
+            return (_Plan("laplace", victims=(0, 1)),), ""
         model = hit_model(R)
         if model is not None:
             if q == 1.0 and isinstance(R, (KaryRR, BinaryRR)):
@@ -211,7 +215,9 @@ class BlanketPair:
         """
         total = 0.0
         for plan in self._plans:
-            if plan.method == "krr":
+            if plan.method == "laplace":
+                total += laplace_seconds(self.num_users, float(self.randomizer.local_epsilon), tail_mass, participation=self.participation)
+            elif plan.method == "krr":
                 from .krr import ShuffledKRR
 
                 d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
@@ -263,6 +269,11 @@ class BlanketPair:
         if plan.method == "enumerated":
             pair = enumerated_pair(n, plan.types, label)  # type: ignore[arg-type]
             return pair, pair
+        if plan.method == "laplace":
+            label = f"blanket pair, victim inputs (lower, upper): {self.describe()}"
+            low, up = laplace_bounds(n, float(self.randomizer.local_epsilon), tail, participation=self.participation)
+            return (PrivacyLossPair(low, None, label=label + " (lower bound)"),
+                    PrivacyLossPair(up, None, label=label + " (upper bound)"))
         if plan.method == "krr":
             from .krr import ShuffledKRR
 
