@@ -72,7 +72,9 @@ mechanisms (choose one with --mechanism, or several with --compose / --spec):
               parameters: binary-rr | krr | rappor | oue | olh | hadamard
               (--domain-size, --local-epsilon), subset (+ --subset-size),
               local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
-              columns = outputs; .json, .csv or .npy; epsilon0 is computed);
+              columns = outputs; .json, .csv or .npy; epsilon0 is computed),
+              laplace (--local-epsilon, --input-min, --input-max: the Laplace
+              mechanism on [A, B], scale (B-A)/eps0; neighbours: any two inputs);
               --reduction randomizer (default with --randomizer: the randomizer's own
               certified constants) | fmt20 (default without) | fmt23 (only for the
               class R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
@@ -275,13 +277,18 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
                        help="ldp only: randomizer (default with --randomizer) | fmt20 (default without) | fmt23 | "
                        "khh21 | wang24")
     group.add_argument("--randomizer", metavar="NAME",
-                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite")
+                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite | "
+                       "laplace")
     group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",
                        help="ldp --randomizer subset only: size of the reported subset")
     group.add_argument("--hash-range", dest="hash_range", type=_integer, metavar="L",
                        help="ldp --randomizer local-hashing only: number of hash values l")
     group.add_argument("--matrix", metavar="FILE",
                        help="ldp --randomizer finite only: row-stochastic inputs x outputs matrix (.json/.csv/.npy)")
+    group.add_argument("--input-min", dest="input_min", type=_number, metavar="A",
+                       help="ldp --randomizer laplace only: smallest input value (default 0)")
+    group.add_argument("--input-max", dest="input_max", type=_number, metavar="B",
+                       help="ldp --randomizer laplace only: largest input value (default 1); noise scale (B-A)/eps0")
     group.add_argument("--rounds", type=_integer, metavar="R", help="rounds of --mechanism (default 1)")
     if compose:
         group.add_argument("--compose", action="append", default=[], metavar="SPEC",

@@ -90,7 +90,7 @@ def test_never_looser_than_fmt20(n: int, eps0: float) -> None:
 
 
 def test_shuffled_ldp_default_is_the_blanket_pair() -> None:
-    mech = ps.ShuffledLDP(40, randomizer=Laplace(1.0, lower=-2.0, upper=5.0))
+    mech = ps.ShuffledLDP(40, randomizer=Laplace(1.0, input_min=-2.0, input_max=5.0))
     assert mech.reduction == "blanket" and mech.blanket_pair.methods == ("laplace",)
     family = mech.pair_family()
     assert any("victim inputs at the domain's ends" in c for c in family.caveats)
@@ -140,7 +140,7 @@ def test_clone_constants_hold_on_a_grid() -> None:
 
 
 def test_registry_round_trip() -> None:
-    R = make_randomizer("laplace", local_epsilon=2.0, lower=-1.0, upper=3.0)
+    R = make_randomizer("laplace", local_epsilon=2.0, input_min=-1.0, input_max=3.0)
     assert R == Laplace(2.0, -1.0, 3.0) and R.scale == 2.0
     spec = randomizer_spec(R)
     assert spec.pop("randomizer") == "laplace"
@@ -148,10 +148,11 @@ def test_registry_round_trip() -> None:
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"local_epsilon": 1.0, "lower": 1.0, "upper": 1.0}, "lower < upper"),
-    ({"local_epsilon": 1.0, "lower": 2.0, "upper": 1.0}, "lower < upper"),
-    ({"local_epsilon": 1.0, "lower": -math.inf}, "lower"),
-    ({"local_epsilon": 1.0, "upper": math.nan}, "upper"),
+    ({"local_epsilon": 1.0, "input_min": 1.0, "input_max": 1.0}, "input_min < input_max"),
+    ({"local_epsilon": 1.0, "input_min": 2.0, "input_max": 1.0}, "input_min < input_max"),
+    ({"local_epsilon": 1.0, "input_min": -math.inf}, "input_min"),
+    ({"local_epsilon": 1.0, "input_max": math.nan}, "input_max"),
+    ({"local_epsilon": 1.0, "input_min": -1e308, "input_max": 1e308}, "input_max - input_min"),
     ({"local_epsilon": 0.0}, "local_epsilon"),
     ({"local_epsilon": -1.0}, "local_epsilon"),
 ])
@@ -167,3 +168,20 @@ def test_bad_input_types_and_matrix() -> None:
         Laplace(1.0).matrix()
     with pytest.raises(ValueError, match="participation"):
         ps.ShuffledLDP(10, randomizer=Laplace(1.0), participation=0.0)
+
+
+def test_cli_laplace(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from pldshuffle.cli import main
+
+    args = ["epsilon", "--mechanism", "ldp", "--randomizer", "laplace", "--local-epsilon", "1", "--input-min", "-1",
+            "--input-max", "3", "--num-users", "30", "--delta", "1e-6", "--json", "--quiet"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    direct = ps.FourierAccountant().compose(ps.ShuffledLDP(30, randomizer=Laplace(1.0, -1.0, 3.0))).get_epsilon_bounds(1e-6)
+    text = json.dumps(out)
+    assert "laplace" in text and f"{direct.upper:.6g}"[:5] in text
+    bad = [("-1" if a == "3" else a) for a in args]  # input_max = input_min: zero width
+    assert main(bad) != 0
+    assert "input_min < input_max" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """The blanket pair of the Laplace randomizer, certified (docs/mathematics.md, "The blanket pair of the
 Laplace randomizer").
 
-Victim inputs ``(lower, upper)``, midpoint ``m``, width ``w``, scale ``b = w/ε0``.  Relative to the blanket
+Victim inputs ``(input_min, input_max)``, midpoint ``m``, width ``w``, scale ``b = w/ε0``.  Relative to the blanket
 density ``inf_x f_x``, the victim ratios are ``ρ_lo(y) = e^{ε0·clip((m - y)/(w/2), 0, 1)}`` and ``ρ_hi`` its
 mirror image; under the blanket law ``ω`` (Laplace centred at ``m``) a draw is *left* (``y < m``) or *right*
 with probability 1/2 each, and contributes ``(V, 1)`` or ``(1, V')`` to ``(ρ_lo, ρ_hi)``, where ``V, V'`` are
@@ -273,7 +273,7 @@ def _loss_width(b: int, eps0: float) -> float:
 
 def laplace_bounds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0,
                    tolerance: float = LAPLACE_GROUP_TOLERANCE, bins: int = LAPLACE_BINS) -> tuple[LossDistribution, LossDistribution]:
-    """``(lower, upper)`` forward loss distributions of the Laplace blanket pair (victims ``lower``/``upper``;
+    """``(lower, upper)`` forward loss distributions of the Laplace blanket pair (victims ``input_min``/``input_max``;
     symmetric), ``n`` users, Poisson participation ``q``.
 
     With ``q < 1`` the decomposition is ``R_q(x) = qγ·ω + (1 - qγ)·(rest)`` for the other users (their void

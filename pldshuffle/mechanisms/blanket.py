@@ -270,7 +270,7 @@ class BlanketPair:
             pair = enumerated_pair(n, plan.types, label)  # type: ignore[arg-type]
             return pair, pair
         if plan.method == "laplace":
-            label = f"blanket pair, victim inputs (lower, upper): {self.describe()}"
+            label = f"blanket pair, victim inputs (input_min, input_max): {self.describe()}"
             low, up = laplace_bounds(n, float(self.randomizer.local_epsilon), tail, participation=self.participation)
             return (PrivacyLossPair(low, None, label=label + " (lower bound)"),
                     PrivacyLossPair(up, None, label=label + " (upper bound)"))

@@ -120,7 +120,7 @@ _CAVEATS = {
 _DEFAULT = "default"
 #: What the Laplace blanket pair covers (docs/mathematics.md, the Laplace blanket pair).
 LAPLACE_VICTIM_CAVEAT = (
-    "Laplace randomizer: the blanket pair is computed for the victim inputs at the domain's ends (lower, upper); "
+    "Laplace randomizer: the blanket pair is computed for the victim inputs at the domain's ends (input_min, input_max); "
     "it is proven to dominate every victim pair symmetric about the midpoint, and was checked numerically (not "
     "proven) to dominate the other pairs (n = 2); the guarantee is proven for victim inputs at the ends or "
     "symmetric about the midpoint"
