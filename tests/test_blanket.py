@@ -136,7 +136,7 @@ def test_kary_rr_blanket_is_the_weak_krr_pair(n, k, eps0):
 
 @pytest.mark.parametrize(
     "rand,n",
-    [(OUE(1024, 1.0), 10_000), (RAPPOR(32, 2.0), 2000), (OLH := ps.randomizers.OLH(1024, 1.0), 5000), (KaryRR(10, 0.1), 3000),
+    [(OUE(1024, 1.0), 10_000), (RAPPOR(32, 2.0), 2000), (ps.randomizers.OLH(1024, 1.0), 5000), (KaryRR(10, 0.1), 3000),
      (HadamardResponse(10, 1.0), 500), (SubsetSelection(10, 3, 4.0), 500)],
     ids=lambda x: x.describe() if hasattr(x, "describe") else f"n={x}",
 )
@@ -161,6 +161,21 @@ def test_product_evaluation_agrees_with_the_enumerated_fixed_b_pairs():
         c, d = PrivacyLossPair(glo).delta_bounds(eps)[0][0], PrivacyLossPair(gup).delta_bounds(eps)[1][0]
         assert a <= d and c <= b
         assert b - a <= 1e-3 * b + 1e-15
+
+
+def test_product_split_with_a_large_point_mass_is_still_a_bracket():
+    """Hadamard response (hits positively correlated, point mass λ ≈ 0.013): the product evaluation's upper
+    (point draws revealed) and lower (no point draw at all) are loose but must contain the exact pair."""
+    model = hit_model(HadamardResponse(100, 1.0))
+    p, lam = model.product_split()
+    assert 0.01 < lam < 0.02
+    lo, up = product_bounds(300, model, 1e-18, 5e-5)
+    glo, gup = grouped_bounds(
+        300, model.gamma, 1e-18, 5e-5, lambda b, _h: fixed_b_bounds(b, model, 1e-18), lambda b: hit_width(b, model, 1e-18), model.log_ratio
+    )
+    for eps in (0.05, 0.1, 0.2):
+        assert PrivacyLossPair(lo).delta_bounds(eps)[0][0] <= PrivacyLossPair(gup).delta_bounds(eps)[1][0]
+        assert PrivacyLossPair(glo).delta_bounds(eps)[0][0] <= PrivacyLossPair(up).delta_bounds(eps)[1][0]
 
 
 def test_one_round_gap_and_composition_bracket():
@@ -215,3 +230,21 @@ def test_clone_reductions_accept_participation_unchanged():
     b = ps.ShuffledLDP(1000, randomizer=OUE(16, 1.0), reduction="fmt20").pair_family()
     assert any("participation" in c for c in a.caveats)
     assert a.upper[0].forward.support_size == b.upper[0].forward.support_size
+
+
+def test_cli_participation_and_blanket(capsys):
+    import json
+
+    from pldshuffle.cli import main
+
+    argv = ["epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "4", "--num-users", "2000",
+            "--local-epsilon", "2", "--delta", "1e-6", "--json", "--quiet"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--participation", "0.5", "--reduction", "blanket"]) == 0
+    half = json.loads(capsys.readouterr().out)
+    (entry,) = half["mechanisms"]
+    assert default["mechanisms"][0]["parameters"]["reduction"] == "blanket"
+    assert entry["parameters"]["participation"] == 0.5 and half["upper"] < default["lower"]
+    assert main([*argv, "--participation", "0"]) == 2
+    assert "--participation must lie in (0, 1]" in capsys.readouterr().err

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..randomizers.base import Finite, Randomizer
+from ..randomizers.base import Randomizer
 from ..randomizers.named import RAPPOR, OUE, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
 __all__ = ["HitModel", "MatrixTypes", "hit_model", "hit_model_of_types", "matrix_types"]

@@ -90,7 +90,7 @@ def product_fixed_b(b: int, p: float, gain: float, tail_mass: float, spacing: fl
 
     # Upper: the convolution of the two spreads (on lattice points; exact sums of positive products).
     up = np.convolve(spread_to_ends(mass_a, tilt_a, h), spread_to_ends(mass_c, tilt_c, h))
-    grid = (ja + jc + np.arange(up.size)) * h
+    grid = np.asarray((ja + jc + np.arange(up.size)) * h, dtype=np.float64)
     lattice_error = 4.0 * _U * (1.0 + float(np.max(np.abs(grid))))
     upper = LossDistribution(grid, up * (1.0 + 4.0 * (mass_a.size + mass_c.size) * _U), truncated_mass=truncated, loss_error=error + lattice_error)
 
@@ -104,7 +104,7 @@ def product_fixed_b(b: int, p: float, gain: float, tail_mass: float, spacing: fl
     # Rounded down (towards z_k: a lower loss): the sums err by ~(cells)·u relative.
     offset = np.where(lower_mass > 0, np.clip(offset * (1.0 - 1e-9), 0.0, 2.0 * h), 0.0)
     lower = LossDistribution(
-        (ja + jc + np.arange(lower_mass.size)) * h + offset, lower_mass * (1.0 - 4.0 * (mass_a.size + mass_c.size) * _U),
+        np.asarray((ja + jc + np.arange(lower_mass.size)) * h + offset, dtype=np.float64), lower_mass * (1.0 - 4.0 * (mass_a.size + mass_c.size) * _U),
         truncated_mass=truncated, loss_error=error + lattice_error + 2.0 * h * 1e-9,
     )
     return lower, upper

@@ -293,7 +293,7 @@ def grouped_bounds(
     w_up *= 1.0 - upper_zero_atom
     w_low *= lower_scale
     tick = build_progress(f"blanket pair: {points.size} groups of B")
-    previous = None
+    previous: tuple[LossDistribution, LossDistribution] | None = None
     for i, b in enumerate(points.tolist()):
         tick(i / points.size)
         current = fixed(b, spacing)
@@ -301,6 +301,7 @@ def grouped_bounds(
         if previous is not None:  # group [t_{i-1}, t_i): its top value's pair if that is t_{i-1}, else t_i's
             low.add((previous if b == points[i - 1] + 1 else current)[0], float(w_low[i - 1]))
         previous = current
+    assert previous is not None  # the window holds at least one value
     low.add(previous[0], float(w_low[-1]))  # the single-value group {t_G}
     if upper_zero_atom > 0.0:
         up.add(LossDistribution(np.zeros(1), np.ones(1)), upper_zero_atom)
@@ -347,8 +348,8 @@ def enumerated_pair(n: int, types: MatrixTypes, label: str) -> PrivacyLossPair:
             if w == -math.inf:
                 continue
             c = _compositions(b + 1, m)
-            log_mult = gammaln(b + 2.0) - gammaln(c + 1.0).sum(axis=1) + c @ log_prob
-            s1, s2 = c @ types.r1, c @ types.r2
+            log_mult = gammaln(b + 2.0) - gammaln(c + 1.0).sum(axis=1) + (c * log_prob).sum(axis=1)  # no BLAS
+            s1, s2 = (c * types.r1).sum(axis=1), (c * types.r2).sum(axis=1)
             base = w + log_mult - math.log(b + 1.0)
             log_fwd.append(base + np.log(s1))
             log_bwd.append(base + np.log(s2))

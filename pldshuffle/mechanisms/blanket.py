@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
 from .._validation import check_num_users, check_probability, check_real
 from ..pld import PrivacyLossPair
-from ..randomizers.base import Finite, Randomizer
+from ..randomizers.base import Randomizer
 from ..randomizers.continuous import Laplace
 from ..randomizers.named import BinaryRR, KaryRR
 from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
@@ -55,6 +54,7 @@ from ._blanket_support import (
 )
 from ._blanket_laplace import laplace_bounds, laplace_seconds
 from ._blanket_product import product_bounds
+from ._krr_support import MAX_SUPPORT_POINTS
 from .base import DEFAULT_TAIL_MASS
 
 __all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
@@ -63,10 +63,15 @@ __all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
 #: envelope would build one pair per victim pair): :class:`ShuffledLDP` falls back to the clone pair.
 MAX_VICTIM_PAIRS = 64
 #: Product hit laws use the product evaluation when the point mass ``λ`` of their split costs at most this
-#: much probability (``n·λ``, see :mod:`._blanket_product`); otherwise the grouped trinomial evaluation.
-PRODUCT_SLACK = 1e-13
+#: much probability (``n·λ``, see :mod:`._blanket_product`: the lower pair loses a fraction ``≤ n·λ`` of its
+#: mass, moving ε by far less than the 1e-4 gap), otherwise the (N1, N2) enumeration.
+PRODUCT_SLACK = 1e-6
 
 
+#: Hit counts per value of ``B`` beyond which a plan is refused (each is a pmf value held in memory).
+MAX_FACTOR_POINTS = 5e7
+#: Plans estimated to take longer than this are refused (``ShuffledLDP`` then falls back to the clone pair).
+MAX_BLANKET_SECONDS = 3600.0
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
 _PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 0.005, 2e-8
 _CONVOLUTION_SECONDS, _POINT_SECONDS = 1e-9, 1e-7
@@ -112,15 +117,31 @@ class BlanketPair:
         Probability ``q ∈ (0, 1]`` that a user reports (Poisson participation; the analyst sees how many
         reports arrived).  ``1``: everybody reports.
     group_tolerance : float
-        Groups of ``B`` (where grouping is used) span at most this fraction of their lowest value; the
-        relative ε gap it leaves is about half of it.
+        In ``[0, 1]``.  Groups of ``B`` (where grouping is used) near its mode span this fraction of their
+        lowest value (wider in the tails); the relative ε gap it leaves is about 0.7 times it.
+
+    Attributes
+    ----------
+    unavailable : str
+        Why no evaluation applies (empty when one does); :meth:`pair_bounds` then raises ``ValueError``.
 
     Notes
     -----
-    One pair serves every victim pair of the named randomizers (they are symmetric: a permutation of
-    inputs and outputs maps any victim pair to any other, so every victim pair has the same types);
+    One pair serves every victim pair of the named randomizers: their type law (``HitModel``, closed forms
+    in docs/mathematics.md#blanket) is the same for every pair of distinct inputs and symmetric in the two;
     a :class:`~pldshuffle.randomizers.Finite` randomizer gets one pair per distinct victim pair (both
-    directions in each), whose worst case the accountant takes.
+    directions in each), whose worst case the accountant takes.  :attr:`methods` names the evaluation per
+    pair and :meth:`build_seconds` estimates its time.
+
+    Examples
+    --------
+    >>> from pldshuffle.randomizers import OUE
+    >>> bp = BlanketPair(10_000, OUE(1024, 1.0))
+    >>> bp.methods
+    ('product',)
+    >>> (lower,), (upper,) = bp.pair_bounds()
+    >>> bool(lower.delta_bounds(0.05)[0][0] <= upper.delta_bounds(0.05)[1][0])
+    True
     """
 
     num_users: int
@@ -150,8 +171,16 @@ class BlanketPair:
         model = hit_model(R)
         if model is not None:
             if q == 1.0 and isinstance(R, (KaryRR, BinaryRR)):
+                from .krr import ShuffledKRR
+
+                d = 2 if isinstance(R, BinaryRR) else R.domain_size
+                try:  # its own size checks (refusals name the request)
+                    ShuffledKRR(n, d, local_epsilon=float(R.local_epsilon), adversary="weak")
+                except ValueError as exc:
+                    return (), str(exc)
                 return (_Plan("krr", model),), ""
-            return (self._hit_plan(model.with_participation(q)),), ""
+            plan = self._hit_plan(model.with_participation(q))
+            return (plan,), self._too_large(plan)
         matrix = participating_matrix(R.matrix(), q)
         pairs = victim_pairs(matrix)
         plans: dict[tuple, _Plan] = {}
@@ -177,7 +206,30 @@ class BlanketPair:
                 return (), f"more than {MAX_VICTIM_PAIRS} distinct victim pairs"
         if not plans:
             return (), "the randomizer's rows are identical"
+        for plan in plans.values():
+            if reason := self._too_large(plan):
+                return (), reason
         return tuple(plans.values()), ""
+
+    def _too_large(self, plan: _Plan) -> str:
+        """Why a hit plan is refused before any work (its windows or its estimated time too large), or ``""``."""
+        if plan.model is None:
+            return ""
+        model, n = plan.model, self.num_users
+        z = 2.0 * math.sqrt(2.0 * math.log(1.0 / DEFAULT_TAIL_MASS))
+        width = z * math.sqrt(n * model.gamma * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
+        if plan.method == "trinomial":
+            points = _trinomial_points(n, model, DEFAULT_TAIL_MASS)
+            if points > 4 * MAX_SUPPORT_POINTS:
+                return f"about {points:.3g} support points, more than {4 * MAX_SUPPORT_POINTS:.3g}"
+        elif width > MAX_FACTOR_POINTS:
+            return f"windows of about {width:.3g} hit counts per value of B, more than {MAX_FACTOR_POINTS:.3g}"
+        if plan.method == "grouped":
+            groups = b_points(n, model.gamma, DEFAULT_TAIL_MASS, self.group_tolerance).size
+            seconds = groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+            if seconds > MAX_BLANKET_SECONDS:
+                return f"an estimated {seconds:.3g} s of enumeration (hits of both inputs are dependent), more than {MAX_BLANKET_SECONDS:g} s"
+        return ""
 
     def _hit_plan(self, model: HitModel, victims: tuple[int, int] = (0, 1)) -> _Plan:
         if model.pi11 == 0.0:

@@ -74,7 +74,7 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size
+from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size, show
 from ..pld import PrivacyLossPair
 from ._krr_support import (
     ESTIMATE_LIMIT,
@@ -219,7 +219,7 @@ class ShuffledKRR(ShuffleMechanism):
         if log_gamma - math.log(self.domain_size) < math.log(_MIN_G):
             raise ValueError(
                 f"gamma/domain_size must be >= {_MIN_G:g} (local_epsilon at most about 230); got "
-                + (f"gamma={self.gamma!r}" if self.gamma is not None else f"local_epsilon={self.local_epsilon!r}")
+                + (f"gamma={show(self.gamma)}" if self.gamma is not None else f"local_epsilon={show(self.local_epsilon)}")
             )
         self._check_size(DEFAULT_TAIL_MASS)
 

@@ -59,7 +59,10 @@ from .._kernels import UNIT_ROUNDOFF as _U, connect_the_dots, merge_to_lattice, 
 if TYPE_CHECKING:  # pragma: no cover
     from .distributions import LossDistribution
 
-__all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "contraction_offsets", "discretize", "lattice_distributions", "lower_error_estimates", "moments", "spread_to_ends"]
+__all__ = [
+    "ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "contraction_offsets", "discretize", "lattice_distributions",
+    "lower_error_estimates", "moments", "spread_to_ends",
+]
 
 #: ``λ·dx`` values at which the rounding-offset MGF is recorded (Chernoff bound on ``P[D < t]``).
 ROUNDING_SCALES = np.geomspace(1e-3, 3e3, 56)
@@ -215,8 +218,9 @@ _ROUNDING = 1e-12
 
 
 def spread_to_ends(cell_mass: NDArray[np.float64], cell_tilt: NDArray[np.float64], spacing: float) -> NDArray[np.float64]:
-    """Masses at the lattice points ``z_j0 .. z_{j0+size}`` of the upper distribution of the cells: the share
-    of ``M_j`` moved to ``z_{j+1}`` keeps mass and ``e^{-s}``-moment (rounded up: towards ``z_{j+1}``).  O(cells)."""
+    """Masses at the lattice points ``z_j0 .. z_{j0+size}`` of the upper distribution of streamed cells: the
+    share of ``M_j`` moved to ``z_{j+1}`` keeps mass and ``e^{-s}``-moment (rounded up: towards ``z_{j+1}``).
+    O(cells)."""
     share = np.clip(cell_tilt / math.expm1(-spacing) * (1.0 + _ROUNDING), 0.0, cell_mass)
     up = np.append(cell_mass - share, 0.0)
     up[1:] += share
