@@ -55,13 +55,14 @@ def _check_relation(mechanism: ShuffleMechanism, ledger: list[ShuffleMechanism])
         old = neighboring_relation(other)
         if old != new:
             raise ValueError(
-                f"cannot compose a {new} mechanism ({mechanism.describe()}) into a ledger of {old} mechanisms "
+                f"cannot compose {'an' if new[0] in 'aeiou' else 'a'} {new} mechanism ({mechanism.describe()}) into a ledger of {old} mechanisms "
                 f"({other.describe()}): replace-one rounds and add/remove steps are different promises (a guarantee "
                 "for datasets differing in one user's value vs one having an extra example), and composing them "
                 "would certify neither. No conversion is applied automatically (composing the add and remove "
                 "pairs is NOT a replace-one bound: the Gaussian mechanism of sensitivity 1 has μ = 2/σ under "
                 "replace-one, not √2/σ). If you have shown that a pair dominates under the other relation, "
-                "compose it as PairMechanism(pair, neighboring_relation=...)."
+                "state it: PairMechanism(pair, neighboring_relation=...) or from_dp_accounting(pld, "
+                "neighboring_relation=...) for a distribution built for that relation."
             )
 
 

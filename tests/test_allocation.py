@@ -345,3 +345,54 @@ def test_from_dp_event_builds_the_same_mechanism():
         from_dp_event(allocation(event=object(), num_selected=1, num_steps=10))
     with pytest.raises(ValueError, match="supports"):
         from_dp_event(object())
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.floats(0.5, 3.0), st.integers(2, 64))
+def test_allocation_is_below_the_gaussian_mechanism(sigma, t):
+    """Revealing which step holds the example leaves one Gaussian mechanism (μ = 1/σ): the exact 1-of-t is
+    dominated by it, so the certified LOWER end must lie below its closed form, both directions; and the
+    bracket is ordered."""
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    (rem, add), _ = family_bounds(ps.RandomAllocation(t, noise_multiplier=sigma), eps)
+    gauss = np.array([gaussian_delta(e, 1 / sigma) for e in eps])
+    for low, up in (rem, add):
+        assert np.all(low <= gauss * (1 + 1e-12)) and np.all(low <= up)
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.3, 1.0, 5.0, 100.0])
+def test_gaussian_step_laws_keep_mass_and_mean(sigma):
+    """The spread keeps the step's Q-mass and mean (P-mass) on the kept range; the contraction too (its
+    points are centroids): checked against the truncated tails from scipy (at 1e-12)."""
+    from pldshuffle.mechanisms._allocation_sum import gaussian_step_law
+
+    for upper in (True, False):
+        law, q_tail, p_tail = gaussian_step_law(sigma, 1e-20, upper)
+        assert float(np.sum(law.masses)) == pytest.approx(1 - q_tail, abs=1e-12)
+        assert float(np.sum(law.points * law.masses)) == pytest.approx(1 - p_tail, abs=1e-12)
+        assert p_tail <= 1e-20 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("sigma", [0.15, 0.3])
+def test_small_noise_multipliers_still_bracket(sigma):
+    (rem, add), _ = family_bounds(ps.RandomAllocation(1, noise_multiplier=sigma), EPS)
+    exact = np.array([gaussian_delta(e, 1 / sigma) for e in EPS])
+    for low, up in (rem, add):
+        assert np.all(low <= exact) and np.all(exact <= up)
+    b = ps.FourierAccountant().compose(ps.RandomAllocation(3, noise_multiplier=0.1), count=3).get_epsilon_bounds(1e-6)
+    assert math.isfinite(b.upper) and b.upper <= 1.01 * b.lower
+
+
+def test_too_many_steps_are_refused_up_front():
+    with pytest.raises(ValueError, match="num_steps must be at most"):
+        ps.RandomAllocation(300_000, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="num_steps must be at most"):
+        ps.RandomAllocation(300_000, num_selected=10, noise_multiplier=1.0)
+
+
+def test_ledger_with_allocation_exports_to_dp_accounting():
+    pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    acc = ps.FourierAccountant().compose(ps.RandomAllocation(100, noise_multiplier=1.0), count=3)
+    b = acc.get_epsilon_bounds(1e-6)
+    exported = acc.to_dp_accounting()
+    assert b.lower <= exported.get_epsilon_for_delta(1e-6) <= b.upper * (1 + 1e-6)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ from .._kernels import UNIT_ROUNDOFF as _U
 from .._kernels.allocation import combine_laws
 from ..pld import LossDistribution, PrivacyLossPair
 
-__all__ = ["UNDERFLOW_SLACK", "RatioLaw", "average_law", "gaussian_step_law", "make_grid", "power_law", "ratio_pair", "tail_steps"]
+__all__ = ["GRID_LOW", "UNDERFLOW_SLACK", "RatioLaw", "average_law", "gaussian_low", "gaussian_step_law", "make_grid", "power_law", "ratio_pair", "tail_steps"]
 
 #: Relative mass error one upper combination adds: product of masses (u), spread weight (3u), product (u),
 #: compensated sum (2u + O(k u²)); booked with room as 10u.
@@ -75,7 +76,7 @@ def _up(x: float) -> float:
     return x * (1.0 + 4.0 * _U)
 
 
-def make_grid(center: float, scale: float, low: float, high: float, *, resolution: int = 48, width: float = 12.0,
+def make_grid(center: float, scale: float, low: float, high: float, *, resolution: float = 48, width: float = 12.0,
               growth: float = 0.02, max_log_step: float = 0.25) -> NDArray[np.float64]:
     """Ascending grid on ``[0, high]`` for ratios concentrated around ``center`` with spread ``scale``.
 
@@ -199,31 +200,59 @@ def gaussian_ratio_bounds(sigma: float, tail: float) -> float:
     return math.exp((z + 0.5 / sigma + 1e-9) / sigma)
 
 
-def tail_steps(sigma: float | None) -> dict[str, float]:
-    """Logarithmic grid steps for Gaussian steps of noise multiplier ``sigma`` (``None``: other steps).
+#: Lowest positive grid point of finite steps' grids: averages below are spread to 0 and it.
+GRID_LOW = 1e-30
+
+
+def gaussian_low(sigma: float) -> float:
+    """Lowest positive grid point for Gaussian steps: ``exp(-1/(2σ²) - 40/σ)``, 40 standard deviations below
+    the mean of ``log ρ`` under Q (so the Q-mass spread to ratio 0, i.e. to loss +∞ backward, is below
+    Φ(-40) ~ 1e-350 per step; a fixed 1e-30 left 2.4e-5 there at σ = 0.1, t = 3), at least 1e-300."""
+    return max(math.exp(-0.5 / sigma**2 - 40.0 / sigma), 1e-300)
+
+
+def tail_steps(sigma: float | None, high: float, low: float = GRID_LOW) -> dict[str, float]:
+    """Logarithmic grid steps for Gaussian steps of noise multiplier ``sigma`` (``None``: other steps) on
+    ``[low, high]``.
 
     Below σ = 1 the loss that decides ε moves into the lognormal's tail (one large ratio), so the tail
-    steps shrink like σ² (measured: σ = 0.5, t = 1e4, 10 epochs, δ = 1e-6: relative ε gap 3.6e-2 with
-    the σ = 1 steps, 1.9e-3 with these)."""
-    f = 1.0 if sigma is None else min(1.0, sigma**2)
-    return {"growth": 0.02 * f, "max_log_step": 0.25 * f}
+    steps shrink like σ² down to σ = 0.5 (measured: σ = 0.5, t = 1e4, 10 epochs, δ = 1e-6: relative ε gap
+    3.6e-2 with the σ = 1 steps, 1.9e-3 with these); the largest step is at least 1/1500 of the log range,
+    so that grids keep ~3000 points at most (σ = 0.1: the range is e^-69..e^146, steps 0.14)."""
+    f = 1.0 if sigma is None else min(1.0, max(sigma**2, 0.25))
+    span = math.log(high) - math.log(low)
+    return {"growth": 0.02 * f, "max_log_step": max(0.25 * f, span / 1500.0)}
 
 
 @functools.lru_cache(maxsize=8)
-def _gaussian_cells(sigma: float, tail: float) -> tuple:
-    """Grid and exact (40-digit) cumulative Q- and P-probabilities of ``ρ`` at its points, shared by the
-    upper and the lower law (:func:`gaussian_step_law`)."""
+def _gaussian_cells(sigma: float, tail: float) -> tuple[NDArray[np.float64], list, list, float, float]:
+    """Grid and exact (50-digit) Q- and P-probabilities of its cells ``[g_c, g_{c+1}]`` (the first cell
+    starts at 0), with the tails beyond ``g_N``, shared by the upper and the lower law
+    (:func:`gaussian_step_law`).  Each cell probability is a difference of two lower-tail probabilities
+    ``Φ`` where the cell is below the median and of two upper-tail ones ``Φ̄`` above it, so no digits are
+    lost to ``1 - tiny`` (a 40-digit ``Φ`` difference had lost every far-tail cell at σ = 0.1)."""
     import mpmath
 
     high = gaussian_ratio_bounds(sigma, tail)
-    grid = make_grid(1.0, math.sqrt(math.expm1(1.0 / sigma**2)), 1e-30, high, **tail_steps(sigma))
-    with mpmath.workdps(40):
+    low = gaussian_low(sigma)
+    grid = make_grid(1.0, math.sqrt(math.expm1(1.0 / sigma**2)), low, high, **tail_steps(sigma, high, low))
+    with mpmath.workdps(50):
         s = mpmath.mpf(sigma)
         half = 1 / (2 * s)
         logs = [mpmath.log(mpmath.mpf(float(x))) for x in grid[1:]]
-        cdf_q = [mpmath.mpf(0)] + [mpmath.ncdf(half + s * v) for v in logs]
-        cdf_p = [mpmath.mpf(0)] + [mpmath.ncdf(s * v - half) for v in logs]
-    return grid, cdf_q, cdf_p
+
+        def cells(shift: Any) -> tuple[list, Any]:
+            z = [s * v + shift for v in logs]  # the standard-normal quantile of each grid point g_1..g_N
+            low = [mpmath.ncdf(v) for v in z]
+            up = [mpmath.ncdf(-v) for v in z]
+            out = [low[0]]
+            for c in range(1, len(z)):
+                out.append(low[c] - low[c - 1] if z[c] <= 0 else up[c - 1] - up[c])
+            return out, up[-1]
+
+        mq, q_tail = cells(half)
+        mp, p_tail = cells(-half)
+    return grid, mq, mp, float(q_tail), float(p_tail)
 
 
 def gaussian_step_law(sigma: float, tail: float, upper: bool) -> tuple[RatioLaw, float, float]:
@@ -232,33 +261,35 @@ def gaussian_step_law(sigma: float, tail: float, upper: bool) -> tuple[RatioLaw,
     cells (lower).
 
     Returns ``(law, q_tail, p_tail)``: the Q- and P-probabilities of the truncated tail ``ρ > ρ_max``.
-    Cell masses and first moments ``∫ρ dQ = P(cell)`` are evaluated with mpmath at 40 digits and rounded
-    once, so every mass is within ``u`` relative (mass_error ``2u``) and every centroid within ``2u``.
-    Under Q: ``Q(ρ ≤ x) = Φ(1/(2σ) + σ log x)``; under P: ``P(ρ ≤ x) = Φ(σ log x - 1/(2σ))``.  O(N)
-    mpmath evaluations (~25 µs each), shared by both sides.
+    Cell masses ``m_Q`` and first moments ``∫ρ dQ = m_P`` are evaluated with mpmath at 50 digits (each a
+    difference of same-side tail probabilities: ≥ 30 correct digits for cells ≥ 1e-15 wide in z) and
+    rounded once, so every mass is within ``u`` relative (mass_error ``2u``) and every centroid within
+    ``2u``.  Under Q: ``Q(ρ ≤ x) = Φ(1/(2σ) + σ log x)``; under P: ``P(ρ ≤ x) = Φ(σ log x - 1/(2σ))``.
+    O(N) mpmath evaluations (~25 µs each), shared by both sides.
     """
     import mpmath
 
-    grid, cdf_q, cdf_p = _gaussian_cells(sigma, tail)
-    with mpmath.workdps(40):
-        q_tail, p_tail = float(1 - cdf_q[-1]), float(1 - cdf_p[-1])
+    grid, mq, mp, q_tail, p_tail = _gaussian_cells(sigma, tail)
+    with mpmath.workdps(50):
         n = grid.size
         if upper:
             out = [mpmath.mpf(0)] * n
             for c in range(n - 1):
                 a, b = mpmath.mpf(float(grid[c])), mpmath.mpf(float(grid[c + 1]))
-                mq, mp_ = cdf_q[c + 1] - cdf_q[c], cdf_p[c + 1] - cdf_p[c]
-                out[c] += (b * mq - mp_) / (b - a)
-                out[c + 1] += (mp_ - a * mq) / (b - a)
-            masses = np.array([float(max(v, 0)) for v in out])
+                left, right = (b * mq[c] - mp[c]) / (b - a), (mp[c] - a * mq[c]) / (b - a)
+                # the centroid m_P/m_Q lies in [a, b]: both weights are >= 0 up to the evaluation's digits
+                if min(left, right) < -mpmath.mpf(10) ** -30 * (b * mq[c] + mp[c]):
+                    raise RuntimeError(f"Gaussian step cell [{float(a):.6g}, {float(b):.6g}]: inaccurate probabilities")
+                out[c] += max(left, 0)
+                out[c + 1] += max(right, 0)
+            masses = np.array([float(v) for v in out])
             law = RatioLaw(grid.copy(), masses, 2.0 * _U, 0.0, True)
         else:
             pts, ms = [], []
             for c in range(n - 1):
-                mq, mp_ = cdf_q[c + 1] - cdf_q[c], cdf_p[c + 1] - cdf_p[c]
-                if mq > 0:
-                    pts.append(min(max(float(mp_ / mq), float(grid[c])), float(grid[c + 1])))
-                    ms.append(float(mq))
+                if mq[c] > 0:
+                    pts.append(min(max(float(mp[c] / mq[c]), float(grid[c])), float(grid[c + 1])))
+                    ms.append(float(mq[c]))
             law = RatioLaw(np.array(pts), np.array(ms), 2.0 * _U, 2.0 * _U, False)
     keep = law.masses * np.maximum(law.points, 1.0) > _SMALLEST_MASS if upper else law.masses > _SMALLEST_MASS
     law = RatioLaw(law.points[keep], law.masses[keep], law.mass_error, law.location_error, law.upper)

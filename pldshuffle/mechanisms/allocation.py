@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -30,7 +31,7 @@ from .._kernels import UNIT_ROUNDOFF as _U
 from .._reporting import throttled_reporter
 from .._validation import check_int, check_positive_finite
 from ..pld import PrivacyLossPair
-from ._allocation_sum import RatioLaw, average_law, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
+from ._allocation_sum import GRID_LOW, RatioLaw, average_law, gaussian_low, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .generic import PairMechanism
 
@@ -105,11 +106,12 @@ class RandomAllocation(ShuffleMechanism):
         if isinstance(self.num_selected, (int, float)) and not isinstance(self.num_selected, bool) and self.num_selected > t:
             raise ValueError(f"num_selected must be an integer in [1, num_steps={t}], got {self.num_selected!r}")
         object.__setattr__(self, "num_selected", check_int("num_selected", self.num_selected, minimum=1, maximum=t))
-        # Rounding: the masses' relative error grows like ~12u per averaged step (docs/mathematics.md);
-        # the pairs must stay within the library's 1e-9 tolerance on total mass (3e-10 kept for the rest).
-        if 12.0 * _U * (t // self.num_selected) > 3e-10:
-            raise ValueError(f"num_steps/num_selected must be at most {int(3e-10 / (12.0 * _U)):,} (the double-precision "
-                             f"error budget of the certified sum), got num_steps={t} with num_selected={self.num_selected}")
+        # Rounding: the masses' relative error grows like ~12u per averaged step, and the k > 1 bound multiplies
+        # k laws of ⌊t/k⌋ steps (docs/mathematics.md); the pairs must stay within the library's 1e-9 tolerance on
+        # total mass (3e-10 kept for the rest).
+        if 12.0 * _U * t > 3e-10:
+            raise ValueError(f"num_steps must be at most {int(3e-10 / (12.0 * _U)):,} (the double-precision error budget "
+                             f"of the certified sum), got {t}")
         if (self.noise_multiplier is None) == (self.step is None):
             raise ValueError("pass exactly one of noise_multiplier (Gaussian steps) and step (any step pair)")
         if self.noise_multiplier is not None:
@@ -123,6 +125,19 @@ class RandomAllocation(ShuffleMechanism):
                 raise TypeError(f"step must be a PairMechanism or a PrivacyLossPair, got {type(self.step).__name__}")
             _step_atoms(pair)  # validates: a pair of probability distributions
 
+    @property
+    def _sigma(self) -> float:
+        """σ of Gaussian steps (only called on that path)."""
+        assert self.noise_multiplier is not None
+        return float(self.noise_multiplier)
+
+    @property
+    def _step_pair(self) -> PrivacyLossPair:
+        """The step pair (only called on that path)."""
+        pair = self.step.pair if isinstance(self.step, PairMechanism) else self.step
+        assert isinstance(pair, PrivacyLossPair)
+        return pair
+
     # ------------------------------------------------------------------ description
     def describe(self) -> str:
         what = f"Gaussian steps, noise multiplier σ={self.noise_multiplier:g}" if self.step is None else "user-supplied step pair"
@@ -135,7 +150,7 @@ class RandomAllocation(ShuffleMechanism):
         say = throttled_reporter()
         caveats: tuple[str, ...] = ("neighbouring relation: add/remove of one example (both directions; the guarantee is the larger)",)
         if self.step is not None:
-            atoms = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
+            atoms = _step_atoms(self._step_pair)
             if t * math.log(len(atoms[0])) <= math.log(EXACT_TUPLES):
                 law = _exact_law(atoms, t, k)
                 upper = ratio_pair(law, p_flagged=0.0, q_flagged=0.0, p_singular=_singular(atoms, t, k), label=self._label("exact"))
@@ -167,24 +182,25 @@ class RandomAllocation(ShuffleMechanism):
         """One step's law (spread or contracted), its flagged tail P/Q-masses, its singular P-mass, and its
         standard deviation and maximum ratio (for the grids)."""
         if self.step is None:
-            sigma = self.noise_multiplier
+            sigma = self._sigma
             sd = math.sqrt(math.expm1(1.0 / sigma**2))
             law, q_tail, p_tail = gaussian_step_law(sigma, tail_each, upper)
             return law, p_tail, q_tail, 0.0, sd
-        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
+        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self._step_pair)
         law = RatioLaw(atoms, masses, mass_err, loc_err, upper)
         mean = float(np.sum(atoms * masses))
         sd = math.sqrt(max(float(np.sum(atoms**2 * masses)) - mean**2, 1e-300))
         return law, 0.0, 0.0, alpha, sd
 
-    def _average(self, m: int, upper: bool, tail: float, say) -> tuple[RatioLaw, float, float, float]:
+    def _average(self, m: int, upper: bool, tail: float, say: Callable[[str], None] | None) -> tuple[RatioLaw, float, float, float]:
         """The law of R for 1-of-m, with its flagged P- and Q-masses and singular P-mass."""
         law, p_tail, q_tail, alpha, sd = self._step(upper, tail / m, m)
         high = float(law.points[-1])
+        low = GRID_LOW if self.step is not None else gaussian_low(self._sigma)
         center = max(float(np.sum(law.points * law.masses)), 1e-3)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(center, sd / math.sqrt(n), 1e-30, high, **tail_steps(self.noise_multiplier))
+            return make_grid(center, sd / math.sqrt(n), low, high, **tail_steps(self.noise_multiplier, high, low))
 
         law = average_law(law, m, grid_for, say)
         # Truncation: E = {some step's ratio beyond the grid}; P(E) = 1 - (1 - p)(1 - q)^(m-1), Q(E) = 1 - (1-q)^m.
@@ -194,12 +210,12 @@ class RandomAllocation(ShuffleMechanism):
         margin = 1.0 + 1e-12
         return law, min(p_flag * margin, 1.0), min(q_flag * margin, 1.0), alpha
 
-    def _one_of(self, m: int, upper: bool, tail: float, say) -> PrivacyLossPair:
+    def _one_of(self, m: int, upper: bool, tail: float, say: Callable[[str], None] | None) -> PrivacyLossPair:
         law, p_flag, q_flag, singular = self._average(m, upper, tail, say)
         return ratio_pair(law, p_flagged=p_flag, q_flagged=q_flag, p_singular=singular, trim=tail,
                           label=self._label(f"1-of-{m} {'upper' if upper else 'lower'}"))
 
-    def _compose_upper(self, m: int, k: int, tail: float, say) -> PrivacyLossPair:
+    def _compose_upper(self, m: int, k: int, tail: float, say: Callable[[str], None] | None) -> PrivacyLossPair:
         """Upper pair of k-of-t: the k-fold composition of the 1-of-m upper pair (likelihood ratios multiply)."""
         law, p_flag, q_flag, singular = self._average(m, True, tail / k, say)
         log_high = math.log(float(law.points[-1]))
@@ -210,7 +226,8 @@ class RandomAllocation(ShuffleMechanism):
         low = max(float(law.points[law.points > 0][0]), 1e-300)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(1.0, sd * math.sqrt(n), max(low**n, 1e-300), float(law.points[-1]) ** n, **tail_steps(self.noise_multiplier))
+            top, bottom = float(law.points[-1]) ** n, max(low**n, 1e-300)
+            return make_grid(1.0, sd * math.sqrt(n), bottom, top, **tail_steps(self.noise_multiplier, top, bottom))
 
         composed = power_law(law, k, grid_for)
         # Flags compose: any of the k allocations flagged (union bound), singular: any singular.
@@ -226,7 +243,7 @@ class RandomAllocation(ShuffleMechanism):
         ``Q(M ≤ c) = Φ(c/σ)^t``, ``P(M ≤ c) = Φ((c-1)/σ)^k Φ(c/σ)^(t-k)`` (mpmath, 40 digits)."""
         import mpmath
 
-        t, k, sigma = self.num_steps, self.num_selected, self.noise_multiplier
+        t, k, sigma = self.num_steps, self.num_selected, self._sigma
         with mpmath.workdps(40):
             s = mpmath.mpf(sigma)
             center = sigma * math.sqrt(2.0 * math.log(max(t, 2)))
@@ -258,7 +275,7 @@ class RandomAllocation(ShuffleMechanism):
         most ``(min(k, t-k) + 2)u`` relative.  O(min(k, t-k)·t)."""
         from scipy.stats import binom
 
-        t, k, sigma = self.num_steps, self.num_selected, self.noise_multiplier
+        t, k, sigma = self.num_steps, self.num_selected, self._sigma
         p0, p1 = float(_norm_sf(z)), float(_norm_sf(z - 1.0 / sigma))
         q = binom.pmf(np.arange(t + 1), t, p0)
         p = np.convolve(binom.pmf(np.arange(k + 1), k, p1), binom.pmf(np.arange(t - k + 1), t - k, p0))
@@ -272,7 +289,7 @@ class RandomAllocation(ShuffleMechanism):
     def _one_step_lower(self) -> PrivacyLossPair:
         """LOWER pair for a finite step and k > 1: one step's output alone, ((k/t)A + (1-k/t)B, B)."""
         t, k = self.num_steps, self.num_selected
-        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self.step.pair if isinstance(self.step, PairMechanism) else self.step)
+        atoms, masses, alpha, loc_err, mass_err = _step_atoms(self._step_pair)
         f = k / t
         law = RatioLaw(f * atoms + (1.0 - f), masses, mass_err + 4 * _U, loc_err + 4 * _U, False)
         return ratio_pair(law, p_flagged=0.0, q_flagged=0.0, p_singular=f * alpha * (1 - 4 * _U),
