@@ -46,7 +46,7 @@ __all__ = ["LAPLACE_BINS", "LAPLACE_GROUP_TOLERANCE", "laplace_bounds", "laplace
 #: :func:`grouped_bounds`; second-order error).
 LAPLACE_BINS = 1024
 #: Groups of ``B`` span this fraction of their lowest value (:func:`._blanket_support.b_points`).
-LAPLACE_GROUP_TOLERANCE = 1e-3
+LAPLACE_GROUP_TOLERANCE = 5e-4
 #: Grid of the laws of averages of ``V``: points per standard deviation and standard deviations covered
 #: linearly (:func:`._allocation_sum.make_grid`).
 _RESOLUTION, _WIDTH = 24, 10.0
@@ -55,7 +55,7 @@ _LOSS_SDS = 20.0
 #: Mass (μ- and x-weighted) set apart at each end of every law of an average, relative to the tail budget.
 _TRIM = 1e-2
 #: Calibration of :func:`laplace_seconds` (2 CPU cores): per (B, k) term and per convolution cell.
-_TERM_SECONDS, _LAW_SECONDS = 2e-4, 0.01
+_TERM_SECONDS, _LAW_SECONDS = 8e-5, 0.005
 
 
 def side_moments(eps0: float) -> tuple[float, float]:
@@ -176,28 +176,39 @@ def _sums(eps0: float, upper: bool, budget: float) -> _Sums:
     return _Sums(eps0, upper, budget)
 
 
-def _onto_lattice(points: NDArray[np.float64], masses: NDArray[np.float64], const: float, k: int, h: float,
-                  upper: bool) -> tuple[int, NDArray[np.float64], NDArray[np.float64]]:
-    """``S = const + k·x`` for the law ``(points, masses)`` on the geometric lattice ``e^{jh}``.
+def _onto_lattice(laws: list[tuple[NDArray[np.float64], NDArray[np.float64], float]], consts: NDArray[np.int64],
+                  mults: NDArray[np.int64], h: float, upper: bool) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """``S_i = consts[i] + mults[i]·x`` for each law ``i`` (``(points, masses, _)``) on the geometric lattice
+    ``e^{jh}``, all laws at once.
 
-    Upper: each point spread to the two lattice points around it keeping its mean (``e^{jh}`` as computed
-    are the lattice); returns ``(j0, mass, value)`` with ``value = e^{jh}``.  Lower: each cell's mass and
-    centroid (``value = E[S | cell]``).  O(points + cells)."""
-    s = const + k * points
-    t = np.log(s) / h
-    j = np.floor(t).astype(np.int64)
-    j0 = int(j[0]) - 1
-    size = int(j[-1]) - j0 + 3
+    Upper: each point spread to the two lattice points around it keeping its mean (the values ``e^{jh}`` as
+    computed are the lattice).  Lower: each cell's mass and centroid.  Returns ``(j0, mass, value)``: row ``i``
+    covers the lattice indices ``j0[i] .. j0[i] + W - 1``, ``value`` is ``e^{jh}`` (upper) or the cell's
+    centroid (lower; 1 where empty).  O(points + laws·W)."""
+    sizes = np.array([law[0].size for law in laws])
+    row = np.repeat(np.arange(len(laws)), sizes)
+    x = np.concatenate([law[0] for law in laws])
+    m = np.concatenate([law[1] for law in laws])
+    s = consts[row] + mults[row] * x
+    j = np.floor(np.log(s) / h).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    j0 = np.minimum.reduceat(j, starts) - 1  # the points are ascending in each law: j too, up to rounding
+    width = int(np.max(np.maximum.reduceat(j, starts) - j0)) + 3
+    flat = row * width + (j - j0[row])
+    size = len(laws) * width
     if upper:
-        g_lo, g_hi = np.exp(j * h), np.exp((j + 1) * h)
-        # a point rounded just outside its cell: clip (the share is then 0 or 1, the point's location error)
+        # the lattice values e^{jh}, each computed once (the same floats in the shares and the tilts)
+        first = int(j0.min())
+        table = np.exp(np.arange(first, int(j0.max()) + width + 1, dtype=np.int64) * h)
+        g_lo, g_hi = table[j - first], table[j + 1 - first]
+        # a point rounded just outside its cell: clip (the share is then 0 or 1, within its location error)
         share = np.clip((s - g_lo) / (g_hi - g_lo), 0.0, 1.0)
-        mass = np.bincount(j - j0, weights=masses * (1.0 - share), minlength=size)
-        mass += np.bincount(j + 1 - j0, weights=masses * share, minlength=size)
-        value = np.exp((j0 + np.arange(size)) * h)
-        return j0, mass, value
-    mass = np.bincount(j - j0, weights=masses, minlength=size)
-    moment = np.bincount(j - j0, weights=masses * s, minlength=size)
+        mass = np.bincount(flat, weights=m * (1.0 - share), minlength=size)
+        mass += np.bincount(flat + 1, weights=m * share, minlength=size)
+        value = table[(j0 - first)[:, None] + np.arange(width)[None, :]]
+        return j0, mass.reshape(len(laws), width), value
+    mass = np.bincount(flat, weights=m, minlength=size).reshape(len(laws), width)
+    moment = np.bincount(flat, weights=m * s, minlength=size).reshape(len(laws), width)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(mass > 0, moment / mass, 1.0)
     return j0, mass, value
@@ -214,33 +225,34 @@ def _fixed_b(b: int, eps0: float, h: float, tail: float, upper: bool) -> LossDis
     weights = binomial_pmf(ks, items, 0.5) * (gamma / items)
     # P-mass of the dropped k: their μ-mass times at most max(dP/dμ) = γ·e^{ε0} = e^{ε0/2}.
     truncated = k_dropped * math.exp(0.5 * eps0)
-    pieces: list[tuple[int, NDArray[np.float64], NDArray[np.float64]]] = []
     mean = side_moments(eps0)[0]
-    cells, longest = 0, 0
-    for k, wk in zip(ks.tolist(), weights.tolist()):
-        x1, m1, q1 = sums.get(k)
-        x2, m2, q2 = sums.get(items - k)
-        c1, c2 = items - k, k
-        # missing outcomes: P-mass ≤ wk·(E[S1; S1 missing] + E[S1]·μ(S2 missing)), S1 ≤ c1 + k·e^{ε0}
-        truncated += wk * ((c1 + k * sums.top) * q1 + (c1 + k * mean) * q2) * (1.0 + 1e-12)
-        j1, mass1, val1 = _onto_lattice(x1, m1, c1, k, h, upper)
-        j2, mass2, val2 = _onto_lattice(x2, m2, c2, items - k, h, upper)
-        cells += mass1.size * mass2.size
-        longest = max(longest, min(mass1.size, mass2.size))
-        # outcomes (i1, i2) with d = j1 + i1 - j2 - i2; np.convolve(a, b[::-1]) index t = i1 + (M2 - 1 - i2)
-        p = np.convolve(wk * mass1 * val1, mass2[::-1])
-        d0 = j1 - j2 - (mass2.size - 1)
-        if upper:
-            pieces.append((d0, p, p))
-        else:
-            q = np.convolve(wk * mass1, (mass2 * val2)[::-1])
-            pieces.append((d0, p, q))
-    lo = min(d for d, _, _ in pieces)
-    hi = max(d + p.size for d, p, _ in pieces)
+    laws1 = [sums.get(k) for k in ks.tolist()]
+    laws2 = [sums.get(items - k) for k in ks.tolist()]
+    q1 = np.array([law[2] for law in laws1])
+    q2 = np.array([law[2] for law in laws2])
+    c1 = items - ks
+    # missing outcomes: P-mass ≤ w_k·(E[S1; S1 missing] + E[S1]·μ(S2 missing)), S1 ≤ c1 + k·e^{ε0}
+    truncated += float(np.sum(weights * ((c1 + ks * sums.top) * q1 + (c1 + ks * mean) * q2))) * (1.0 + 1e-12)
+    j1, mass1, val1 = _onto_lattice(laws1, c1, ks, h, upper)
+    j2, mass2, val2 = _onto_lattice(laws2, ks, c1, h, upper)
+    w1, w2 = mass1.shape[1], mass2.shape[1]
+    longest = min(w1, w2)
+    # outcomes (i1, i2) of row r: d = j1[r] + i1 - j2[r] - i2; np.convolve(a, b[::-1]) index t = i1 + (w2 - 1 - i2)
+    d0 = j1 - j2 - (w2 - 1)
+    lo, hi = int(d0.min()), int(d0.max()) + w1 + w2 - 1
     p_tot, q_tot = np.zeros(hi - lo), np.zeros(hi - lo)
-    for d, p, q in pieces:
-        p_tot[d - lo : d - lo + p.size] += p
-        q_tot[d - lo : d - lo + q.size] += q
+    tilted1 = weights[:, None] * mass1 * val1
+    rev2 = mass2[:, ::-1]
+    if not upper:
+        plain1 = weights[:, None] * mass1
+        tilted2 = (mass2 * val2)[:, ::-1]
+    for r in range(ks.size):
+        at = int(d0[r]) - lo
+        p_tot[at : at + w1 + w2 - 1] += np.convolve(tilted1[r], rev2[r])
+        if not upper:
+            q_tot[at : at + w1 + w2 - 1] += np.convolve(plain1[r], tilted2[r])
+    if upper:
+        q_tot = p_tot
     # Rounding (module notes of docs/mathematics.md): the sums' own errors (mass_error, location_error λ of
     # each average, hence of each S), the spread shares and lattice values (a few u of S), the
     # convolutions (each entry a sum of ≤ `longest` positive products) and the accumulation over k of
@@ -303,7 +315,7 @@ def _with_void(dist: LossDistribution, q: float) -> LossDistribution:
 def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0,
                     tolerance: float = LAPLACE_GROUP_TOLERANCE, bins: int = LAPLACE_BINS) -> float:
     """Rough seconds of :func:`laplace_bounds` on 2 cores: terms ``(B, k)`` over the groups of ``B`` times
-    their convolution size, plus the laws of averages (measured ε0 = 1, a loaded 2-core machine: n = 1e3 11 s).
+    their convolution size, plus the laws of averages (measured ε0 = 1 on a loaded 2-core machine: n = 1e3 10 s, n = 1e4 26 s).
     O(groups)."""
     from ._blanket_support import b_points
 
