@@ -203,15 +203,15 @@ def _onto_lattice(laws: list[tuple[NDArray[np.float64], NDArray[np.float64], flo
         g_lo, g_hi = table[j - first], table[j + 1 - first]
         # a point rounded just outside its cell: clip (the share is then 0 or 1, within its location error)
         share = np.clip((s - g_lo) / (g_hi - g_lo), 0.0, 1.0)
-        mass = np.bincount(flat, weights=m * (1.0 - share), minlength=size)
+        mass: NDArray[np.float64] = np.bincount(flat, weights=m * (1.0 - share), minlength=size).astype(np.float64, copy=False)
         mass += np.bincount(flat + 1, weights=m * share, minlength=size)
         value = table[(j0 - first)[:, None] + np.arange(width)[None, :]]
-        return j0, mass.reshape(len(laws), width), value
-    mass = np.bincount(flat, weights=m, minlength=size).reshape(len(laws), width)
-    moment = np.bincount(flat, weights=m * s, minlength=size).reshape(len(laws), width)
+        return j0.astype(np.int64), mass.reshape(len(laws), width), value.astype(np.float64, copy=False)
+    mass = np.bincount(flat, weights=m, minlength=size).astype(np.float64, copy=False).reshape(len(laws), width)
+    moment = np.bincount(flat, weights=m * s, minlength=size).astype(np.float64, copy=False).reshape(len(laws), width)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(mass > 0, moment / mass, 1.0)
-    return j0, mass, value
+    return j0.astype(np.int64), mass, value
 
 
 def _fixed_b(b: int, eps0: float, h: float, tail: float, upper: bool) -> LossDistribution:

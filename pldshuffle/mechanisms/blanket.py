@@ -23,7 +23,9 @@ k-ary and binary RR; a tilted trinomial over all ``B`` when no report hits both 
 convolution of :mod:`pldshuffle._kernels.blanket` over groups of ``B`` for product hit laws (OUE, symmetric
 RAPPOR and local hashing at large domains); a tilted trinomial per group of ``B`` otherwise (Hadamard
 response, subset selection, and every named randomizer with participation); exact enumeration of type
-counts for small finite randomizers.  When none applies (a finite randomizer with many types and many
+counts for small finite randomizers; for the continuous :class:`~pldshuffle.randomizers.Laplace`
+randomizer, the certified discretisation of its ratio sums in :mod:`._blanket_laplace` (victim inputs at
+the interval's ends).  When none applies (a finite randomizer with many types and many
 users) it says so (:attr:`BlanketPair.unavailable`) and :class:`~pldshuffle.ShuffledLDP` falls back to the
 labelled clone pair.
 """

@@ -178,7 +178,8 @@ class ShuffledLDP(ShuffleMechanism):
           randomizer can exceed it (3-ary RR, ε0 = 6, n = 1000, δ = 1e-6: 5.775 vs δ(5.775) = 1.4e-3).
     randomizer : pldshuffle.randomizers.Randomizer, optional
         The local randomizer (needed for ``"blanket"``, ``"randomizer"`` and ``"wang24"``; with ``"fmt23"``
-        its class membership is checked).
+        its class membership is checked).  A continuous one (:class:`~pldshuffle.randomizers.Laplace`) works
+        with every reduction; its blanket pair covers the victim inputs at the interval's ends (caveat).
     participation : float, optional
         Poisson participation: each user reports with probability ``q ∈ (0, 1]`` (default 1) and the analyst
         sees how many reports arrived.  ``"blanket"`` uses it (a void report every input gives equally joins
