@@ -185,3 +185,24 @@ def test_cli_laplace(capsys: pytest.CaptureFixture[str]) -> None:
     bad = [("-1" if a == "3" else a) for a in args]  # input_max = input_min: zero width
     assert main(bad) != 0
     assert "input_min < input_max" in capsys.readouterr().err
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=6, deadline=None)
+@given(eps0=st.floats(0.05, 6.0), epsilon=st.floats(0.0, 1.0), q=st.sampled_from([1.0, 0.3]))
+def test_random_parameters_bracket_the_quadrature(eps0: float, epsilon: float, q: float) -> None:
+    """n = 2, random ε0, ε and participation: lower ≤ quadrature ≤ upper (the participation mixture written
+    out from the reference's per-B terms)."""
+    from tests.laplace_reference import _endpoint_term
+
+    epsilon = min(epsilon, eps0)
+    lower, upper = laplace_bounds(2, eps0, 1e-18, participation=q)
+    low = float(PrivacyLossPair(lower).delta_bounds(np.array([epsilon]))[0][0])
+    up = float(PrivacyLossPair(upper).delta_bounds(np.array([epsilon]))[1][0])
+    g0 = math.exp(-eps0 / 2)
+    gamma = q * g0
+    exact = (1 - q) * max(1 - math.exp(epsilon), 0.0) + q * (
+        (1 - gamma) * g0 * _endpoint_term(1, epsilon, eps0) + gamma * g0 / 2 * _endpoint_term(2, epsilon, eps0))
+    assert low <= exact + 1e-10 and exact <= up + 1e-10
