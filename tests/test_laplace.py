@@ -206,3 +206,11 @@ def test_random_parameters_bracket_the_quadrature(eps0: float, epsilon: float, q
     exact = (1 - q) * max(1 - math.exp(epsilon), 0.0) + q * (
         (1 - gamma) * g0 * _endpoint_term(1, epsilon, eps0) + gamma * g0 / 2 * _endpoint_term(2, epsilon, eps0))
     assert low <= exact + 1e-10 and exact <= up + 1e-10
+
+
+def test_composes_below_fmt20() -> None:
+    R = Laplace(1.0)
+    blanket = ps.FourierAccountant().compose(ps.ShuffledLDP(30, randomizer=R), 8).get_epsilon_bounds(1e-6)
+    fmt20 = ps.FourierAccountant().compose(ps.ShuffledLDP(30, randomizer=R, reduction="fmt20"), 8).get_epsilon_bounds(1e-6)
+    assert 0.0 < blanket.lower <= blanket.upper <= fmt20.lower
+    assert (blanket.upper - blanket.lower) / blanket.upper < 1e-3
