@@ -262,7 +262,7 @@ def test_bad_input_names_the_parameter(kwargs, name):
 
 
 def test_step_must_be_a_pair_of_distributions():
-    bad = ps.PairMechanism.from_probability_mass_functions([0.5, 0.4], [0.5, 0.5])  # sums to 0.9
+    bad = ps.PairMechanism.from_probability_mass_functions([0.5, 0.4], [0.5, 0.5], missing_mass="infinity")  # sums to 0.9
     with pytest.raises(ValueError, match="step must be a pair of probability distributions"):
         ps.RandomAllocation(4, step=bad)
     with pytest.raises(TypeError, match="step"):
@@ -347,6 +347,7 @@ def test_from_dp_event_builds_the_same_mechanism():
         from_dp_event(object())
 
 
+@pytest.mark.slow  # ~10 s on 2 shared cores
 @settings(max_examples=8, deadline=None)
 @given(st.floats(0.5, 3.0), st.integers(2, 64))
 def test_allocation_is_below_the_gaussian_mechanism(sigma, t):
@@ -396,3 +397,23 @@ def test_ledger_with_allocation_exports_to_dp_accounting():
     b = acc.get_epsilon_bounds(1e-6)
     exported = acc.to_dp_accounting()
     assert b.lower <= exported.get_epsilon_for_delta(1e-6) <= b.upper * (1 + 1e-6)
+
+
+# ----------------------------------------------------------------------------- command line
+def test_cli_random_allocation(capsys):
+    from pldshuffle.cli import main
+
+    assert main(["epsilon", "--mechanism", "random-allocation", "--num-steps", "100", "--noise-multiplier", "1",
+                 "--epochs", "3", "--delta", "1e-6", "--json", "--quiet"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["neighbouring_relation"] == "add-remove"
+    direct = ps.FourierAccountant().compose(ps.RandomAllocation(100, noise_multiplier=1.0), count=3).get_epsilon_bounds(1e-6)
+    assert out["upper"] == pytest.approx(direct.upper, rel=1e-12) and out["lower"] == pytest.approx(direct.lower, rel=1e-12)
+    assert main(["epsilon", "--mechanism", "random-allocation", "--num-steps", "100", "--noise-multiplier", "0",
+                 "--delta", "1e-6", "--quiet"]) == 2
+    assert "--noise-multiplier" in capsys.readouterr().err
+    assert main(["epsilon", "--mechanism", "random-allocation", "--num-steps", "100", "--noise-multiplier", "1",
+                 "--compose", "binary-rr:num_users=100,local_epsilon=1", "--delta", "1e-6", "--quiet"]) == 2
+    assert "different promises" in capsys.readouterr().err

@@ -31,7 +31,7 @@ from .._kernels import UNIT_ROUNDOFF as _U
 from .._reporting import throttled_reporter
 from .._validation import check_int, check_positive_finite
 from ..pld import PrivacyLossPair
-from ._allocation_sum import GRID_LOW, RatioLaw, average_law, gaussian_low, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
+from ._allocation_sum import GRID_LOW, RatioLaw, average_law, fineness, gaussian_low, gaussian_step_law, make_grid, power_law, ratio_pair, tail_steps
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .generic import PairMechanism
 
@@ -184,7 +184,7 @@ class RandomAllocation(ShuffleMechanism):
         if self.step is None:
             sigma = self._sigma
             sd = math.sqrt(math.expm1(1.0 / sigma**2))
-            law, q_tail, p_tail = gaussian_step_law(sigma, tail_each, upper)
+            law, q_tail, p_tail = gaussian_step_law(sigma, tail_each, upper, fineness(copies))
             return law, p_tail, q_tail, 0.0, sd
         atoms, masses, alpha, loc_err, mass_err = _step_atoms(self._step_pair)
         law = RatioLaw(atoms, masses, mass_err, loc_err, upper)
@@ -196,11 +196,12 @@ class RandomAllocation(ShuffleMechanism):
         """The law of R for 1-of-m, with its flagged P- and Q-masses and singular P-mass."""
         law, p_tail, q_tail, alpha, sd = self._step(upper, tail / m, m)
         high = float(law.points[-1])
+        fine = fineness(m)
         low = GRID_LOW if self.step is not None else gaussian_low(self._sigma)
         center = max(float(np.sum(law.points * law.masses)), 1e-3)
 
         def grid_for(n: int) -> np.ndarray:
-            return make_grid(center, sd / math.sqrt(n), low, high, **tail_steps(self.noise_multiplier, high, low))
+            return make_grid(center, sd / math.sqrt(n), low, high, **tail_steps(self.noise_multiplier, high, low, fine))
 
         law = average_law(law, m, grid_for, say)
         # Truncation: E = {some step's ratio beyond the grid}; P(E) = 1 - (1 - p)(1 - q)^(m-1), Q(E) = 1 - (1-q)^m.

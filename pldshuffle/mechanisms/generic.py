@@ -54,7 +54,8 @@ class PairMechanism(ShuffleMechanism):
         neighboring_relation: str = "replace-one",
     ) -> PairMechanism:
         """Build from two pmfs on a common space, each summing to 1 unless ``missing_mass="infinity"`` says
-        where the rest lies (see :meth:`PrivacyLossPair.from_probability_mass_functions`)."""
+        where the rest lies (see :meth:`PrivacyLossPair.from_probability_mass_functions`); the pair dominates
+        under ``neighboring_relation``."""
         pair = PrivacyLossPair.from_probability_mass_functions(pmf_p, pmf_q, label=label, missing_mass=missing_mass)
         return cls(pair, description=label, neighboring_relation=neighboring_relation)
 
