@@ -171,8 +171,10 @@ class _Sums:
         return law.points, law.masses, missing
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def _sums(eps0: float, upper: bool, budget: float) -> _Sums:
+    """The laws of averages shared by every group of ``B`` (and later calls) for one ``ε0`` and side: kept
+    for the last two (the upper and the lower of one ε0), ~10 kB per average."""
     return _Sums(eps0, upper, budget)
 
 
