@@ -49,7 +49,7 @@ def flag(name: str) -> str:
 
 
 #: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
-_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon")
+_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon", "input_min", "input_max")
 
 
 def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +179,8 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, Any, str]]:
 def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Parameters given by the single-mechanism flags (only those actually set)."""
     names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
-             "subset_size", "hash_range", "matrix", "participation", "num_steps", "num_selected", "noise_multiplier")
+             "subset_size", "hash_range", "matrix", "participation", "num_steps", "num_selected", "noise_multiplier",
+             "input_min", "input_max")
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 

@@ -74,7 +74,9 @@ mechanisms (choose one with --mechanism, or several with --compose / --spec):
               parameters: binary-rr | krr | rappor | oue | olh | hadamard
               (--domain-size, --local-epsilon), subset (+ --subset-size),
               local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
-              columns = outputs; .json, .csv or .npy; epsilon0 is computed);
+              columns = outputs; .json, .csv or .npy; epsilon0 is computed),
+              laplace (--local-epsilon, --input-min, --input-max: the Laplace
+              mechanism on [A, B], scale (B-A)/eps0; neighbours: any two inputs);
               --participation Q (each user reports with probability Q; default 1);
               --reduction blanket (default with --randomizer: the blanket pair, the
               tightest proven) | randomizer (the randomizer's own clone constants) |
@@ -288,13 +290,18 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
     group.add_argument("--participation", type=_number, metavar="Q",
                        help="ldp only: probability in (0, 1] that a user reports (Poisson participation; default 1)")
     group.add_argument("--randomizer", metavar="NAME",
-                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite")
+                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite | "
+                       "laplace")
     group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",
                        help="ldp --randomizer subset only: size of the reported subset")
     group.add_argument("--hash-range", dest="hash_range", type=_integer, metavar="L",
                        help="ldp --randomizer local-hashing only: number of hash values l")
     group.add_argument("--matrix", metavar="FILE",
                        help="ldp --randomizer finite only: row-stochastic inputs x outputs matrix (.json/.csv/.npy)")
+    group.add_argument("--input-min", dest="input_min", type=_number, metavar="A",
+                       help="ldp --randomizer laplace only: smallest input value (default 0)")
+    group.add_argument("--input-max", dest="input_max", type=_number, metavar="B",
+                       help="ldp --randomizer laplace only: largest input value (default 1); noise scale (B-A)/eps0")
     group.add_argument("--num-steps", dest="num_steps", type=_integer, metavar="T",
                        help="random-allocation only: steps per epoch t")
     group.add_argument("--num-selected", dest="num_selected", type=_integer, metavar="K",
