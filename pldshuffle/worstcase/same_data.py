@@ -17,10 +17,14 @@ same worst case), is one measure for all the blocks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._kernels import UNIT_ROUNDOFF as _U
+from ..pld import LossDistribution, PrivacyLossPair
 from ..pld.lattice import LatticeDirection
 from .blocks import _ADAPTIVE_FLOOR, _ADAPTIVE_POINTS, _ADAPTIVE_WORK, chernoff_top
 from .envelope import _common_range, _Lattice, _max_profile
@@ -29,16 +33,28 @@ from .ledger import LedgerPLD
 from .recursion import adaptive_profile, adaptive_window_size
 from .strategy import _BLOCK_COARSENING, SameDataBlock
 from .terms import WorstCaseTerm
-from .witnesses import _composed_directions, _convex_minorant, _HullOutOfRange
+from .witnesses import _LOWER_SPECTRA_BYTES, StrategyWitnesses, _adaptive_lower, _composed_directions, _convex_minorant, _HullOutOfRange
 
-__all__ = ["blocks_upper", "NEUTRAL"]
+__all__ = ["GroupBound", "NEUTRAL", "blocks_lower", "blocks_upper"]
+
+#: Largest support of a block witness's exact composition (:func:`_composed_pair`; 2RR n = 20, 3 rounds: 9261).
+_COMPOSED_SUPPORT = 2**17
 
 #: The neutral measure (all mass at loss 0): composing with it changes nothing.  A block whose upper measure
 #: moved into the group's (:func:`blocks_upper`) keeps its own lower witnesses beside it.
 NEUTRAL = LatticeDirection(0, np.ones(1), 0.0)
 
 
-def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, options: dict) -> LatticeDirection | None:
+@dataclass(frozen=True)
+class GroupBound:
+    """The group's upper measure, the recursion's window end (ledger lattice index) and its FFT frames' tilts."""
+
+    upper: LatticeDirection
+    end: int
+    tilts: list[float]
+
+
+def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, options: dict) -> GroupBound | None:
     """One lattice measure dominating the adaptive worst case of the same-data ``blocks`` (each of ``count``
     rounds, any order of the blocks, each block's dataset chosen after the earlier outputs), or None where
     a block has no cover (it fell back to the changing-data terms), the recursion would cost more than
@@ -91,6 +107,48 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
     envelope[position[inside]] = np.minimum(envelope[position[inside]], values[inside])
     total = max(d.finite_mass + d.infinity for d in measures)
     try:
-        return _convex_minorant(envelope, total, lo, spacing)
+        return GroupBound(_convex_minorant(envelope, total, lo, spacing), end, tilts)
     except _HullOutOfRange:
         return None
+
+
+def blocks_lower(
+    block: SameDataBlock, steps: int, count: int, spacing: float, bound: GroupBound, options: dict, report: Callable[[str], None] | None = None
+) -> tuple[LatticeDirection | None, StrategyWitnesses | None]:
+    """Lower ends of ``steps`` same-data blocks of ONE mechanism (each of ``count`` rounds): the adaptive lower
+    measure and the strategy witnesses of :func:`~pldshuffle.worstcase.witnesses._adaptive_lower`, over the
+    block witnesses' exact ``count``-fold compositions (:func:`_composed_pair`) as the options of each step.
+    Each step is a block on one realisable dataset, chosen after the earlier blocks' outputs: a strategy the
+    adversary of the ledger has.  ``(None, None)`` where a composition would hold more than
+    ``_COMPOSED_SUPPORT`` losses.  Cost: the compositions (O(support^count)) and ``_adaptive_lower``'s runs.
+    """
+    composed = [_composed_pair(p, count) for p in block.witnesses]
+    if not composed or any(c is None for c in composed):
+        return None, None
+    spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
+    return _adaptive_lower(tuple(c for c in composed if c is not None), steps, spacing, bound.end, bound.tilts,
+                           options.get("fft_backend", "auto"), bound.upper, spectra, report)
+
+
+def _composed_pair(pair: PrivacyLossPair, count: int) -> PrivacyLossPair | None:
+    """A sub-pair of the exact ``count``-fold composition of ``pair`` for lower bounds (None where a direction
+    would hold more than ``_COMPOSED_SUPPORT`` losses): in each direction the finite losses summed over
+    the rounds' outcomes and their masses multiplied, then lowered by ``4·count`` ulps each (each product of
+    ``count`` factors is within ``count`` roundings of the exact one), so that no mass exceeds the exact
+    composition's; masses at ``+∞`` and truncated masses are left out (a sub-measure only lowers δ).  Each
+    sum of ``count`` losses lies within ``count`` times the pair's ``loss_error`` of the exact sum, plus its
+    own rounding (``count`` ulps of the largest partial sum): the composed ``loss_error``.
+    Cost O(support^count).
+    """
+    directions = []
+    for d in pair.directions:
+        if d.support_size ** count > _COMPOSED_SUPPORT:
+            return None
+        losses, masses = np.zeros(1), np.ones(1)
+        for _ in range(count):
+            losses = (losses[:, None] + d.losses[None, :]).ravel()
+            masses = (masses[:, None] * d.masses[None, :]).ravel()
+        largest = count * float(np.max(np.abs(d.losses), initial=0.0))
+        error = count * d.loss_error + 2.0 * count * _U * largest
+        directions.append(LossDistribution(losses, masses * (1.0 - 4.0 * count * _U), loss_error=error))
+    return PrivacyLossPair(directions[0], directions[1] if len(directions) > 1 else None, label=f"{pair.label}, {count} rounds")

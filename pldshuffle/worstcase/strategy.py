@@ -48,12 +48,14 @@ _ENVELOPE_BUDGET_SLACK = 1.25
 class SameDataBlock:
     """A same-data block's terms and what a ledger of several blocks reads besides
     (:func:`pldshuffle.worstcase.same_data.blocks_upper`): the pairs of the block's cover, whose ``count``-fold
-    compositions (``lattice.directions``) dominate every member's block; ``lattice`` is None where the block
-    fell back to the changing-data terms."""
+    compositions (``lattice.directions``) dominate every member's block (``lattice`` is None where the block
+    fell back to the changing-data terms), and the members whose blocks are its lower witnesses."""
 
     terms: tuple[Term, ...]
     pairs: tuple[PrivacyLossPair, ...] = ()
     lattice: _Lattice | None = None
+    #: The realisable members whose blocks are the block's lower witnesses.
+    witnesses: tuple[PrivacyLossPair, ...] = ()
 
 
 def family_term(
@@ -175,7 +177,7 @@ def same_data_block(
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: MAX_WITNESSES // 2] + witnesses))[:MAX_WITNESSES]
         term = WorstCaseTerm((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count)
-        return SameDataBlock((term,), tuple(block_kept), block)
+        return SameDataBlock((term,), tuple(block_kept), block, tuple(picks[: len(term.lower)]))
     if count > 1:  # the exact pairs only serve a single round
         return SameDataBlock(changing_data_terms())
     # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
