@@ -22,23 +22,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U
 from ..pld import LossDistribution, PrivacyLossPair
 from ..pld.lattice import LatticeDirection
 from .blocks import _ADAPTIVE_FLOOR, _ADAPTIVE_POINTS, _ADAPTIVE_WORK, chernoff_top
-from .envelope import _common_range, _Lattice, _max_profile
+from .envelope import _common_range, _max_profile
 from .gap import _profile_tilts
 from .ledger import LedgerPLD
 from .recursion import adaptive_profile, adaptive_window_size
 from .strategy import _BLOCK_COARSENING, SameDataBlock
 from .terms import WorstCaseTerm
-from .witnesses import _LOWER_SPECTRA_BYTES, StrategyWitnesses, _adaptive_lower, _composed_directions, _convex_minorant, _HullOutOfRange
+from .witnesses import _LOWER_SPECTRA_BYTES, StrategyWitnesses, _adaptive_lower, _convex_minorant, _HullOutOfRange
 
 __all__ = ["GroupBound", "NEUTRAL", "blocks_lower", "blocks_upper"]
 
-#: Largest support of a block witness's exact composition (:func:`_composed_pair`; 2RR n = 20, 3 rounds: 9261).
-_COMPOSED_SUPPORT = 2**17
+#: A block witness's composition (:func:`_composed_pair`) keeps at most this many losses per round (merged
+#: by bins) and costs at most ``_COMPOSED_WORK`` products per direction (about a second in all).
+_COMPOSED_BINS = 2**14
+_COMPOSED_WORK = 2e7
 
 #: The neutral measure (all mass at loss 0): composing with it changes nothing.  A block whose upper measure
 #: moved into the group's (:func:`blocks_upper`) keeps its own lower witnesses beside it.
@@ -60,16 +63,16 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
     a block has no cover (it fell back to the changing-data terms), the recursion would cost more than
     ``_ADAPTIVE_WORK`` or the hull leaves the doubles' range.
 
-    Options: each block's kept cover pairs composed ``count`` times, one order each, on a lattice an integer
-    multiple ``G`` of ``spacing`` (the blocks' own, ``_BLOCK_COARSENING``, unless the window needs more than
-    ``_ADAPTIVE_POINTS`` points); equal blocks share them.  Every block of any of the mechanisms is
+    Options: each block's kept cover pairs composed ``count`` times (on the blocks' own lattice,
+    ``_BLOCK_COARSENING`` times ``spacing``), one order each, moved up onto a lattice an integer multiple
+    ``G`` of that where the window needs more than ``_ADAPTIVE_POINTS`` points (:func:`_coarsened_up`);
+    equal blocks share them.  Every block of any of the mechanisms is
     dominated by one option, so the recursion over ``len(blocks)`` steps, each choosing among all of them,
     bounds the ledger's blocks in whichever order they come (a superset of choices only raises the value).
     Beyond the window: :func:`~pldshuffle.worstcase.blocks.chernoff_top` of the blocks' own measures.  The
     result is the convex minorant of the minimum of the recursion's values and the composed block measures'
     profile (both upper bounds on a profile convex in ``α = e^x``), so it is never looser than the
-    composition.  Cost: ``len(blocks) × tilts × (options + 1)`` FFTs of the window, plus the options'
-    compositions where ``G`` differs from the blocks' lattice.
+    composition.  Cost: ``len(blocks) × tilts × (options + 1)`` FFTs of the window.
     """
     if any(b.lattice is None or len(b.terms) != 1 for b in blocks):
         return None
@@ -89,11 +92,7 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
     grid = _BLOCK_COARSENING * -(-factor // _BLOCK_COARSENING)  # G: a multiple of the blocks' lattice
     hi = -(-end // grid)
     distinct = list({id(b): b for b in blocks}.values())
-    if grid == _BLOCK_COARSENING:
-        lattices = [b.lattice for b in distinct]
-    else:
-        lattices = [_Lattice(spacing * grid, lambda p: _composed_directions(p, spacing * grid, count, options)) for _ in distinct]
-    choices = [d for b, lat in zip(distinct, lattices) if lat is not None for p in b.pairs for d in lat.directions(p)]
+    choices = [_coarsened_up(d, grid // _BLOCK_COARSENING) for b in distinct if b.lattice is not None for p in b.pairs for d in b.lattice.directions(p)]
     if not choices:
         return None
     tilts = _profile_tilts(envelope, lo, spacing)
@@ -112,17 +111,30 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
         return None
 
 
+def _coarsened_up(direction: LatticeDirection, factor: int) -> LatticeDirection:
+    """The measure on the lattice ``factor`` times coarser, each mass moved up to the next coarse point: its
+    profile ``E[(1 - e^{x-L})_+]`` only grows (each term grows with ``L``), so it dominates whatever the
+    measure dominates; the sums of merged masses are rounded up by their length.  O(support)."""
+    if factor == 1:
+        return direction
+    first = -(-direction.start // factor)
+    index = -(-(direction.start + np.arange(direction.masses.size)) // factor) - first
+    masses = np.asarray(np.bincount(index, weights=direction.masses) * (1.0 + 2.0 * (factor + 2) * _U), dtype=np.float64)
+    return LatticeDirection(first, masses, direction.infinity)
+
+
 def blocks_lower(
     block: SameDataBlock, steps: int, count: int, spacing: float, bound: GroupBound, options: dict, report: Callable[[str], None] | None = None
 ) -> tuple[LatticeDirection | None, StrategyWitnesses | None]:
     """Lower ends of ``steps`` same-data blocks of ONE mechanism (each of ``count`` rounds): the adaptive lower
     measure and the strategy witnesses of :func:`~pldshuffle.worstcase.witnesses._adaptive_lower`, over the
-    block witnesses' exact ``count``-fold compositions (:func:`_composed_pair`) as the options of each step.
+    block witnesses' ``count``-fold compositions (:func:`_composed_pair`, merged in bins of a quarter
+    lattice step) as the options of each step.
     Each step is a block on one realisable dataset, chosen after the earlier blocks' outputs: a strategy the
-    adversary of the ledger has.  ``(None, None)`` where a composition would hold more than
-    ``_COMPOSED_SUPPORT`` losses.  Cost: the compositions (O(support^count)) and ``_adaptive_lower``'s runs.
+    adversary of the ledger has.  ``(None, None)`` where a composition would cost more than
+    ``_COMPOSED_WORK``.  Cost: the compositions and ``_adaptive_lower``'s runs.
     """
-    composed = [_composed_pair(p, count) for p in block.witnesses]
+    composed = [_composed_pair(p, count, spacing / 4) for p in block.witnesses]
     if not composed or any(c is None for c in composed):
         return None, None
     spectra = min(_LOWER_SPECTRA_BYTES, options.get("max_memory_bytes", math.inf) / 8)
@@ -130,25 +142,46 @@ def blocks_lower(
                            options.get("fft_backend", "auto"), bound.upper, spectra, report)
 
 
-def _composed_pair(pair: PrivacyLossPair, count: int) -> PrivacyLossPair | None:
-    """A sub-pair of the exact ``count``-fold composition of ``pair`` for lower bounds (None where a direction
-    would hold more than ``_COMPOSED_SUPPORT`` losses): in each direction the finite losses summed over
-    the rounds' outcomes and their masses multiplied, then lowered by ``4·count`` ulps each (each product of
-    ``count`` factors is within ``count`` roundings of the exact one), so that no mass exceeds the exact
-    composition's; masses at ``+∞`` and truncated masses are left out (a sub-measure only lowers δ).  Each
-    sum of ``count`` losses lies within ``count`` times the pair's ``loss_error`` of the exact sum, plus its
-    own rounding (``count`` ulps of the largest partial sum): the composed ``loss_error``.
-    Cost O(support^count).
+def _composed_pair(pair: PrivacyLossPair, count: int, width: float) -> PrivacyLossPair | None:
+    """A realisable sub-pair of the ``count``-fold composition of ``pair``, for lower bounds (None where it
+    would cost more than ``_COMPOSED_WORK`` products).
+
+    Each direction is composed one round at a time; after each round the outcomes whose losses share a bin
+    of ``width`` (at least ``count × span / _COMPOSED_BINS``, ``span`` the direction's loss range) are merged
+    into one, of loss ``log(ΣP/ΣQ)``: a post-processing (the analyst forgets which of them occurred), so the
+    result is a realisable pair's direction, within ``O(width²)`` per round of the exact composition's
+    profile; each direction is one order of a realisable block, which is all an option of
+    :func:`~pldshuffle.worstcase.witnesses._adaptive_lower` needs.  Masses are lowered by their sums'
+    rounding bound (no mass exceeds the realisable one's); each merged loss lies within the inputs' loss
+    error (``log Σ e^{..}`` is 1-Lipschitz) plus its own rounding of the realisable one: the composed
+    ``loss_error``.  Masses at ``+∞`` and truncated masses are left out (a sub-measure only lowers δ).
+    Cost O(count × bins × support).
     """
     directions = []
     for d in pair.directions:
-        if d.support_size ** count > _COMPOSED_SUPPORT:
+        if d.support_size == 0:
             return None
-        losses, masses = np.zeros(1), np.ones(1)
+        span = float(d.losses[-1] - d.losses[0])
+        step = max(width, count * span / _COMPOSED_BINS)
+        losses: NDArray[np.float64] = np.zeros(1)
+        masses: NDArray[np.float64] = np.ones(1)
+        error, work = 0.0, 0
         for _ in range(count):
-            losses = (losses[:, None] + d.losses[None, :]).ravel()
-            masses = (masses[:, None] * d.masses[None, :]).ravel()
-        largest = count * float(np.max(np.abs(d.losses), initial=0.0))
-        error = count * d.loss_error + 2.0 * count * _U * largest
-        directions.append(LossDistribution(losses, masses * (1.0 - 4.0 * count * _U), loss_error=error))
+            work += losses.size * d.support_size
+            if work > _COMPOSED_WORK:
+                return None
+            total = (losses[:, None] + d.losses[None, :]).ravel()
+            products = (masses[:, None] * d.masses[None, :]).ravel()
+            bins, where = np.unique(np.floor(total / step), return_inverse=True)
+            anchor = bins * step  # ΣQ taken relative to e^{-anchor}: no overflow, and exact when one atom
+            merged = np.bincount(where, weights=products)
+            tilted = np.bincount(where, weights=products * np.exp(anchor[where] - total))
+            terms = int(np.max(np.bincount(where)))
+            largest = float(np.max(np.abs(total)))
+            losses = np.asarray(anchor + np.log(merged) - np.log(tilted), dtype=np.float64)
+            masses = np.asarray(merged * (1.0 - 2.0 * (terms + 2) * _U), dtype=np.float64)
+            # Inputs' errors carry over (1-Lipschitz); each sum of `terms` is within terms·u (relative), each
+            # exp and log and the sums of losses within a few ulps of their magnitudes.
+            error += d.loss_error + 4.0 * (terms + 4) * _U + 8.0 * _U * (largest + step + 1.0)
+        directions.append(LossDistribution(losses, masses, loss_error=error))
     return PrivacyLossPair(directions[0], directions[1] if len(directions) > 1 else None, label=f"{pair.label}, {count} rounds")
