@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import UNIT_ROUNDOFF as _U
+from .._kernels import UNIT_ROUNDOFF as _U, connect_the_dots
 from ..pld import LossDistribution, PrivacyLossPair
 from ..pld.lattice import LatticeDirection
 from .blocks import _ADAPTIVE_FLOOR, _ADAPTIVE_POINTS, _ADAPTIVE_WORK, chernoff_top
@@ -65,7 +65,7 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
 
     Options: each block's kept cover pairs composed ``count`` times (on the blocks' own lattice,
     ``_BLOCK_COARSENING`` times ``spacing``), one order each, moved up onto a lattice an integer multiple
-    ``G`` of that where the window needs more than ``_ADAPTIVE_POINTS`` points (:func:`_coarsened_up`);
+    ``G`` of that where the window needs more than ``_ADAPTIVE_POINTS`` points (connected, :func:`_coarsened_up`);
     equal blocks share them.  Every block of any of the mechanisms is
     dominated by one option, so the recursion over ``len(blocks)`` steps, each choosing among all of them,
     bounds the ledger's blocks in whichever order they come (a superset of choices only raises the value).
@@ -92,7 +92,7 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
     grid = _BLOCK_COARSENING * -(-factor // _BLOCK_COARSENING)  # G: a multiple of the blocks' lattice
     hi = -(-end // grid)
     distinct = list({id(b): b for b in blocks}.values())
-    choices = [_coarsened_up(d, grid // _BLOCK_COARSENING) for b in distinct if b.lattice is not None for p in b.pairs for d in b.lattice.directions(p)]
+    choices = [_coarsened_up(d, spacing * _BLOCK_COARSENING, grid // _BLOCK_COARSENING) for b in distinct if b.lattice is not None for p in b.pairs for d in b.lattice.directions(p)]
     if not choices:
         return None
     tilts = _profile_tilts(envelope, lo, spacing)
@@ -111,16 +111,17 @@ def blocks_upper(blocks: Sequence[SameDataBlock], spacing: float, count: int, op
         return None
 
 
-def _coarsened_up(direction: LatticeDirection, factor: int) -> LatticeDirection:
-    """The measure on the lattice ``factor`` times coarser, each mass moved up to the next coarse point: its
-    profile ``E[(1 - e^{x-L})_+]`` only grows (each term grows with ``L``), so it dominates whatever the
-    measure dominates; the sums of merged masses are rounded up by their length.  O(support)."""
+def _coarsened_up(direction: LatticeDirection, spacing: float, factor: int) -> LatticeDirection:
+    """The measure (on the lattice ``spacing``) connected onto the lattice ``factor`` times coarser
+    (:func:`~pldshuffle._kernels.connect_the_dots`: each mass split between its two neighbouring coarse points
+    so that its mass and ``e^{-s}``-moment are kept, whose profile dominates it at every x), its losses first
+    raised by their float rounding and its masses by a few ulps (the splits' rounding).  O(support)."""
     if factor == 1:
         return direction
-    first = -(-direction.start // factor)
-    index = -(-(direction.start + np.arange(direction.masses.size)) // factor) - first
-    masses = np.asarray(np.bincount(index, weights=direction.masses) * (1.0 + 2.0 * (factor + 2) * _U), dtype=np.float64)
-    return LatticeDirection(first, masses, direction.infinity)
+    losses = (direction.start + np.arange(direction.masses.size)) * spacing
+    raised = losses + 4.0 * _U * (np.abs(losses) + spacing)
+    start, masses = connect_the_dots(raised, direction.masses, spacing * factor)
+    return LatticeDirection(start, np.asarray(masses * (1.0 + 16.0 * _U), dtype=np.float64), direction.infinity)
 
 
 def blocks_lower(
