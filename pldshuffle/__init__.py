@@ -22,12 +22,14 @@ __version__ = "0.2.0"
 
 #: Public name -> submodule defining it.
 _EXPORTS = {
+    "BlanketPair": ".mechanisms.blanket",
     "CalibrationResult": ".calibrate",
     "CertifiedPLD": ".pld.certified",
     "DeltaBounds": ".results",
     "EpsilonBounds": ".results",
     "FourierAccountant": ".accountant",
     "LabelledClonePair": ".mechanisms.labelled_clones",
+    "LooseBoundWarning": ".results",
     "LossDistribution": ".pld",
     "NotAGuaranteeWarning": ".results",
     "PairFamily": ".mechanisms.base",
@@ -55,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from . import randomizers
     from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
     from .pld.certified import CertifiedPLD
+    from .mechanisms.blanket import BlanketPair
     from .mechanisms.labelled_clones import LabelledClonePair
     from .mechanisms.base import PairFamily, ShuffleMechanism
     from .mechanisms.binary_rr import ShuffledBinaryRR
@@ -62,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair
-    from .results import DeltaBounds, EpsilonBounds, NotAGuaranteeWarning, SlowComputationWarning
+    from .results import DeltaBounds, EpsilonBounds, LooseBoundWarning, NotAGuaranteeWarning, SlowComputationWarning
 
 
 def __getattr__(name: str) -> object:

@@ -178,7 +178,7 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, Any, str]]:
 def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Parameters given by the single-mechanism flags (only those actually set)."""
     names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
-             "subset_size", "hash_range", "matrix")
+             "subset_size", "hash_range", "matrix", "participation")
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 

@@ -67,15 +67,17 @@ mechanisms (choose one with --mechanism, or several with --compose / --spec):
   krr         k-ary randomized response; --num-users, --domain-size, and one of
               --local-epsilon / --gamma (blanket probability);
               --adversary weak (default) | strong | khh21 | histogram (a lower bound)
-  ldp         an epsilon0-LDP randomizer via clone reductions; --num-users and
+  ldp         an epsilon0-LDP randomizer, shuffled; --num-users and
               either --local-epsilon (any randomizer) or --randomizer NAME with its
               parameters: binary-rr | krr | rappor | oue | olh | hadamard
               (--domain-size, --local-epsilon), subset (+ --subset-size),
               local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
               columns = outputs; .json, .csv or .npy; epsilon0 is computed);
-              --reduction randomizer (default with --randomizer: the randomizer's own
-              certified constants) | fmt20 (default without) | fmt23 (only for the
-              class R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
+              --participation Q (each user reports with probability Q; default 1);
+              --reduction blanket (default with --randomizer: the blanket pair, the
+              tightest proven) | randomizer (the randomizer's own clone constants) |
+              fmt20 (default without) | fmt23 (only for the class
+              R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
               wang24 (both reproduction only, NOT guarantees)
 
 heterogeneous composition:
@@ -84,7 +86,7 @@ heterogeneous composition:
       e.g. --compose binary-rr:num_users=1000,local_epsilon=1:count=10
            --compose krr:num_users=1000,domain_size=4,gamma=0.25,adversary=strong:count=5
       KEYs are the Python parameter names (num_users, local_epsilon, gamma, domain_size,
-      adversary, dataset, reduction).  same_data=true: the entry's rounds all see the
+      adversary, dataset, reduction, participation).  same_data=true: the entry's rounds all see the
       SAME dataset (one block, tighter; valid only then); by default the data may change
       between rounds.  Each entry is its own block: data may change between entries.
   --spec FILE.json  a JSON list of {"mechanism": KIND, "parameters": {...}, "count": N}
@@ -103,6 +105,8 @@ examples:
       --compose krr:num_users=1000,domain_size=4,gamma=0.25:count=2 --delta 1e-6
   pldshuffle epsilon --mechanism ldp --randomizer oue --domain-size 1024 \\
       --num-users 100000 --local-epsilon 2 --delta 1e-6
+  pldshuffle epsilon --mechanism ldp --randomizer oue --domain-size 1024 \\
+      --num-users 100000 --local-epsilon 2 --participation 0.5 --reduction blanket --delta 1e-6
 """,
     "delta": """\
 examples:
@@ -272,8 +276,10 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
     group.add_argument("--adversary", help="krr only: weak (default) | strong | khh21 | histogram")
     group.add_argument("--dataset", help="binary-rr only: worst (default) | khh21")
     group.add_argument("--reduction",
-                       help="ldp only: randomizer (default with --randomizer) | fmt20 (default without) | fmt23 | "
-                       "khh21 | wang24")
+                       help="ldp only: blanket (default with --randomizer) | randomizer | fmt20 (default without) | "
+                       "fmt23 | khh21 | wang24")
+    group.add_argument("--participation", type=_number, metavar="Q",
+                       help="ldp only: probability in (0, 1] that a user reports (Poisson participation; default 1)")
     group.add_argument("--randomizer", metavar="NAME",
                        help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite")
     group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",

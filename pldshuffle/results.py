@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "NotAGuaranteeWarning", "SlowComputationWarning", "json_safe", "warn_if_not_guarantee",
+    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "LooseBoundWarning", "NotAGuaranteeWarning", "SlowComputationWarning",
+    "json_safe", "warn_if_loose", "warn_if_not_guarantee",
 ]
 
 #: Why an ε bracket can be infinite; printed with every such result (see ``docs/mathematics.md#definitions``).
@@ -54,6 +55,24 @@ class NotAGuaranteeWarning(UserWarning):
     its upper end is a *lower* bound on the worst case over all neighbouring datasets.  Silence it with
     ``warnings.simplefilter("ignore", NotAGuaranteeWarning)`` when the lower bound is what you want.
     """
+
+
+class LooseBoundWarning(UserWarning):
+    """A certified bracket ended wider than the ledger's relative-gap target.
+
+    Issued by the accountant's queries (``get_epsilon_bounds``, ``get_delta_bounds`` and what calls them)
+    when a bracket misses the target (the accountant's ``relative_gap_target``, by default 1e-4 for one
+    round, 1e-3 up to 64 rounds, 2e-3 beyond; ``docs/mathematics.md#loose-brackets`` states the exact rule,
+    the absolute allowance at small ε and the infinite cases); the result's caveats state the gap and the target.  The
+    bracket is still certified -- the upper end remains a guarantee -- it is only less tight than promised.
+    Silence it with ``warnings.simplefilter("ignore", LooseBoundWarning)``.
+    """
+
+
+def warn_if_loose(caveat: str | None, *, stacklevel: int = 3) -> None:
+    """Emit :class:`LooseBoundWarning` with ``caveat`` as its message (nothing when it is None)."""
+    if caveat is not None:
+        warnings.warn(caveat, LooseBoundWarning, stacklevel=stacklevel)
 
 
 class SlowComputationWarning(UserWarning):

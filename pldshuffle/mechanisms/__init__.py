@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 _EXPORTS = {
+    "BlanketPair": ".blanket",
     "LabelledClonePair": ".labelled_clones",
     "PairMechanism": ".generic",
     "ShuffledBinaryRR": ".binary_rr",
@@ -17,10 +18,11 @@ _EXPORTS = {
     "ShuffledLDP": ".clones",
 }
 
-__all__ = ["LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+__all__ = ["BlanketPair", "LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
+    from .blanket import BlanketPair
     from .clones import ShuffledLDP
     from .generic import PairMechanism
     from .krr import ShuffledKRR
