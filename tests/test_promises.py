@@ -273,10 +273,13 @@ def test_blocks_of_different_mechanisms_bracket_the_exact_ledger():
     assert _contains(bounds, exact)
 
 
-@pytest.mark.parametrize("calls", [[(2, True), (1, False), (2, True)], [(2, True), (2, False), (2, True)]])
+@pytest.mark.parametrize("calls", [[(2, True), (1, False), (2, True)], [(2, True), (2, False), (2, True)],
+                                   [(2, True), (1, True), (2, True), (1, False)], [(2, True), (3, True), (2, True)]])
 def test_blocks_beside_rounds_whose_data_may_change(calls, members3):
-    """Same-data blocks beside rounds of the same mechanism whose data may change: the bracket holds the exact
-    adaptive worst case of the ledger (a single such round beside the blocks: they are bounded together)."""
+    """Same-data blocks beside rounds of the same mechanism whose data may change, or beside a block of another
+    length: the bracket holds the exact adaptive worst case of the ledger (the blocks of 2 rounds are bounded
+    together where the other entries are single rounds or blocks; beside 2 rounds whose data may change they
+    keep their own measures)."""
     _check_calls((3, EPS0, calls))
     acc = ps.FourierAccountant()
     for count, same in calls:
