@@ -292,11 +292,10 @@ def test_merge_blocks_refuse_what_cannot_be_merged():
     assert krr_support.merge_blocks(ratio[:1], log_p[:1]) is None
 
 
-@pytest.mark.slow
 def test_weak_pair_meets_the_one_round_target_at_large_n():
     """Weak kRR, n = 1e5, k = 100, ε0 = 2 (merged: 1e6 cells, 3 blocks of b): one round's certified relative
     ε gap is at most 1e-4 at δ = 1e-6 and 1e-9 (1.2e-4 and 2.4e-4 with blocks of equal relative spread 1e-2,
-    7.8e-6 and 1.6e-5 now); ~3-8 s on 2 loaded cores."""
+    7.8e-6 and 1.6e-5 now); 0.4-4 s on 2 cores, by their load."""
     accountant = ps.FourierAccountant().compose(ShuffledKRR(100_000, 100, local_epsilon=2.0, adversary="weak"))
     for delta in (1e-6, 1e-9):
         bounds = accountant.get_epsilon_bounds(delta)
