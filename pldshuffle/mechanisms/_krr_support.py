@@ -47,8 +47,8 @@ MERGE_TOLERANCE = 3e-3
 MAX_MERGE_SPREAD = 1e-2
 #: Supports of at most this many points are streamed without that merge (~6 ns per point on 2 cores): its
 #: upper bound takes each block's extreme tilt, an error that dominated single rounds (weak, n = 2000,
-#: k = 3, ε0 = 1, one round, δ = 1e-10: gap 1.3e-4 merged in blocks of equal spread 1e-2, 1.2e-8 unmerged, 0.7 s either way;
-#: n = 1e4, k = 4, ε0 = 2: 1.1e8 points, 0.3 → 0.8 s).
+#: k = 3, ε0 = 1, one round, δ = 1e-10: gap 1.3e-4 merged in blocks of equal spread 1e-2, 1.2e-8
+#: unmerged, 0.7 s either way; n = 1e4, k = 4, ε0 = 2: 1.1e8 points, 0.3 → 0.8 s).
 UNMERGED_STREAM_LIMIT = 200_000_000
 #: Largest support streamed (after merging); larger requests are refused before they are streamed
 #: (~10-25 ns per point: ~1 h at the limit).
@@ -61,8 +61,9 @@ ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
 MAX_MERGED_PAIRS = 10_000_000_000
 #: Seconds per cell ``(u, c)`` of the layout (window searches, log-pmfs, the merge) and per streamed
 #: point after merging: weak, n = 1e6, k = 4, ε0 = 2: 4.0e7 cells in 5.6 s, 5.0e7 merged points (blocks of
-#: equal spread 1e-2; 9.3e7 with merge_blocks) in 1.1 s; and per point of :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts
-#: ~2 per point): strong, n = 1e8, k = 4, ε0 = 2: 2.9e9 estimated points in 13 s (2 CPU cores).
+#: equal spread 1e-2; 9.3e7 with merge_blocks) in 1.1 s; and per point of
+#: :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts ~2 per point): strong,
+#: n = 1e8, k = 4, ε0 = 2: 2.9e9 estimated points in 13 s (2 CPU cores).
 PAIR_SECONDS, MERGED_POINT_SECONDS, POINT_SECONDS = 1.4e-7, 2.2e-8, 4.5e-9
 #: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk
 #: (~150 bytes of temporaries each: weak, n = 1e6, peak 520 MB at 2e6 per chunk, 285 MB at 5e5, as fast).
@@ -359,10 +360,10 @@ def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks)
     """Merge pairs ``(u, c)`` over blocks of ``u`` into outcomes ``(block, c)`` (one chunk of pairs).
 
     ``blocks[u]`` (:func:`merge_blocks`) groups consecutive ``u`` whose tilt ratios ``r = A/B`` agree within a
-    factor ``1 + MAX_MERGE_SPREAD`` at most (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The outcomes ``(u, c, x)``, ``u`` in
-    a block, become one outcome ``(block, c, x)`` with ``P = Bin(c,1/2)(x)(α + βx)``,
-    ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``, ``β = Σ_u p(u,c) B(u)`` (a
-    post-processing: the analyst forgets ``u`` within its block), over the union of the members' x
+    factor ``e^{MAX_MERGE_SPREAD}`` (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The
+    outcomes ``(u, c, x)``, ``u`` in a block, become one outcome ``(block, c, x)`` with
+    ``P = Bin(c,1/2)(x)(α + βx)``, ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``,
+    ``β = Σ_u p(u,c) B(u)`` (a post-processing: the analyst forgets ``u`` within its block), over the union of the members' x
     windows (points also counted as dropped are then counted twice: at most ``tail_mass`` more mass,
     which only raises the upper bound and is a real sub-measure for the lower).  Its loss and the
     members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
