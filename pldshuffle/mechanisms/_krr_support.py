@@ -365,8 +365,8 @@ def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks)
     ``P = Bin(c,1/2)(x)(α + βx)``, ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``,
     ``β = Σ_u p(u,c) B(u)`` (a post-processing: the analyst forgets ``u`` within its block), over the
     union of the members' x windows (points also counted as dropped are then counted twice: at most
-    ``tail_mass`` more mass, which only raises the upper bound and is a real sub-measure for the lower).  Its loss and the
-    members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
+    ``tail_mass`` more mass, which only raises the upper bound and is a real sub-measure for the lower).
+    Its loss and the members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
     (:func:`~pldshuffle._kernels.stream_tilted_points` uses them for the upper bound).  The loss varies
     by a relative ~``MERGE_TOLERANCE`` within the blocks that hold the mass, and the number of points drops
     by the block size.
