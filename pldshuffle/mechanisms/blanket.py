@@ -45,6 +45,7 @@ from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_type
 from ._blanket_support import (
     DEFAULT_GROUP_TOLERANCE,
     MAX_ENUMERATED_POINTS,
+    MIXTURE_BINS,
     b_points,
     enumerated_pair,
     enumerated_size,
@@ -76,8 +77,13 @@ MAX_BLANKET_SECONDS = 3600.0
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
 _PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 0.005, 2e-8
 _CONVOLUTION_SECONDS, _POINT_SECONDS = 1e-9, 1e-7
+#: Bytes of :meth:`BlanketPair.family_bytes`: per point of an evaluation (its loss and mass, their lattice
+#: copies), and the mixture lattices (two accumulators of mass and moment, two distributions of loss and
+#: mass, at four times MIXTURE_BINS cells).
+_BYTES_PER_POINT = 32.0
+_MIXTURE_BYTES = 8.0 * 8.0 * 4.0 * MIXTURE_BINS
 #: ... and of the participation evaluation: one product evaluation, one point of its (c, M) window.
-_PRODUCT_EVALUATION_SECONDS, _WINDOW_POINT_SECONDS = 0.005, 5e-9
+_PRODUCT_EVALUATION_SECONDS, _WINDOW_POINT_SECONDS = 0.0025, 5e-9
 
 
 def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
@@ -324,6 +330,38 @@ class BlanketPair:
                     z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
                     width = z * math.sqrt(b * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
                     total += groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+        return total
+
+    def family_bytes(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """A-priori bytes held while :meth:`pair_bounds` runs, summed over the victim pairs; O(1) per pair.
+
+        Per pair: the mixture lattices of the grouped evaluations (:data:`_MIXTURE_BYTES`), plus the largest
+        transient arrays, :data:`_BYTES_PER_POINT` per point: the ``(N1, N2)`` enumeration at the largest
+        ``B`` of the window (``W·2W`` points, ``W`` the window of ``N1``), the tilted trinomial's support,
+        or the enumerated type counts (``types + 4`` numbers each); the weak kRR pair's own estimate.
+        """
+        total = 0.0
+        n = self.num_users
+        z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+        for plan in self._plans:
+            if plan.method == "krr":
+                from .krr import ShuffledKRR
+
+                d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
+                total += ShuffledKRR(n, d, local_epsilon=float(self.randomizer.local_epsilon), adversary="weak").family_bytes(tail_mass=tail_mass)
+            elif plan.method == "enumerated":
+                types = plan.types.prob.size  # type: ignore[attr-defined]
+                total += 8.0 * (types + 4) * enumerated_size(n, types)
+            elif plan.method == "trinomial":
+                total += _BYTES_PER_POINT * _trinomial_points(n, plan.model, tail_mass)  # type: ignore[arg-type]
+            elif plan.method == "grouped":
+                model = plan.model
+                assert model is not None
+                b = min(n - 1.0, (n - 1) * model.gamma + z * math.sqrt((n - 1) * model.gamma * (1.0 - model.gamma)) + 1.0)
+                width = z * math.sqrt((b + 1.0) * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
+                total += _MIXTURE_BYTES + _BYTES_PER_POINT * 2.0 * width * width
+            else:  # product, participation: four factor convolutions of a few thousand cells per evaluation
+                total += _MIXTURE_BYTES
         return total
 
     def describe(self) -> str:
