@@ -107,3 +107,16 @@ def test_participation_agrees_with_the_enumerated_fixed_b_pairs():
         assert a <= d and c <= b
     acc = ps.FourierAccountant().compose(ps.ShuffledLDP(n, randomizer=rand, participation=q)).get_epsilon_bounds(1e-6)
     assert (acc.upper - acc.lower) / acc.upper <= 2e-3
+
+
+@pytest.mark.parametrize("n,q", [(2, 0.5), (6, 0.2), (12, 0.9)])
+def test_small_windows_are_evaluated_exactly(n, q):
+    """Windows of at most EXACT_WINDOW_POINTS (c, M) points put a node at every member's α: both ends meet
+    the enumerated pair (OUE d = 1024: the unseen point mass λ ≈ 1e-560 is nothing), up to the lattice."""
+    rand = OUE(1024, 1.0)
+    (lower,), (upper,) = BlanketPair(n, rand, participation=q).pair_bounds()
+    for eps, truth in zip(EPS[:-1], _exact(rand, n, q, EPS[:-1])):  # (at ε = ε0 the spread cells pass ε0)
+        lo, up = lower.delta_bounds(eps)[0][0], upper.delta_bounds(eps)[1][0]
+        assert lo <= truth * (1 + SLACK) + 1e-15 <= up * (1 + 2 * SLACK) + 2e-15
+        assert truth - lo <= 1e-8 * truth + 1e-15  # the lower: exact mixture, contracted cells
+        assert up - lo <= 2e-3 * truth + 1e-12, (eps, lo, truth, up)  # the upper: spread cells (4e-4 at ε = 0)
