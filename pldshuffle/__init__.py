@@ -35,6 +35,7 @@ _EXPORTS = {
     "PairFamily": ".mechanisms.base",
     "PairMechanism": ".mechanisms.generic",
     "PrivacyLossPair": ".pld",
+    "RandomAllocation": ".mechanisms.allocation",
     "ShuffleMechanism": ".mechanisms.base",
     "ShuffledBinaryRR": ".mechanisms.binary_rr",
     "ShuffledKRR": ".mechanisms.krr",
@@ -62,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.base import PairFamily, ShuffleMechanism
     from .mechanisms.binary_rr import ShuffledBinaryRR
     from .mechanisms.clones import ShuffledLDP
+    from .mechanisms.allocation import RandomAllocation
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair

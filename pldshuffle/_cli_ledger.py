@@ -23,6 +23,7 @@ MECHANISMS: dict[str, tuple[str, str]] = {
     "binary-rr": ("pldshuffle.mechanisms.binary_rr", "ShuffledBinaryRR"),
     "krr": ("pldshuffle.mechanisms.krr", "ShuffledKRR"),
     "ldp": ("pldshuffle.mechanisms.clones", "ShuffledLDP"),
+    "random-allocation": ("pldshuffle.mechanisms.allocation", "RandomAllocation"),
 }
 
 
@@ -48,7 +49,7 @@ def flag(name: str) -> str:
 
 
 #: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
-_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon")
+_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon", "input_min", "input_max")
 
 
 def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +179,8 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, Any, str]]:
 def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Parameters given by the single-mechanism flags (only those actually set)."""
     names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
-             "subset_size", "hash_range", "matrix", "participation")
+             "subset_size", "hash_range", "matrix", "participation", "num_steps", "num_selected", "noise_multiplier",
+             "input_min", "input_max")
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 

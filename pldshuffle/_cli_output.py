@@ -39,7 +39,25 @@ def adversary(mechanism: ShuffleMechanism) -> str:
         return f"{mechanism.adversary!r} (see the mechanism line)"  # type: ignore[attr-defined]
     if getattr(mechanism, "dataset", "worst") != "worst":
         return f"one fixed dataset pair (dataset={mechanism.dataset!r}), see the mechanism line"  # type: ignore[attr-defined]
+    if getattr(mechanism, "num_steps", None) is not None:  # random allocation
+        return "standard DP adversary: sees every step's output and knows every other example"
     return "standard DP adversary: sees all shuffled reports and knows every other user's data"
+
+
+_RELATION_WORDS = {
+    "replace-one": "replace-one (the datasets differ in the value of one user)",
+    "add-remove": "add/remove (one dataset has one more example than the other)",
+}
+
+
+def _relation(ledger: Sequence[tuple[ShuffleMechanism, int, bool]]) -> str:
+    """The ledger's neighbouring relation (a ledger holds one; the accountant refuses mixtures)."""
+    return str(getattr(ledger[0][0], "neighboring_relation", "replace-one")) if ledger else "replace-one"
+
+
+def _relation_words(ledger: Sequence[tuple[ShuffleMechanism, int, bool]]) -> str:
+    relation = _relation(ledger)
+    return _RELATION_WORDS.get(relation, relation)
 
 
 def fmt(x: float) -> str:
@@ -54,7 +72,7 @@ def statement(ledger: Sequence[tuple[ShuffleMechanism, int, bool]], rounds: int,
         lines.append(f"    rounds of this mechanism: {count}{setting}")
         lines.append(f"    adversary: {adversary(mechanism)}")
     lines.append(f"  total rounds composed: {rounds}")
-    lines.append("  neighbouring relation: replace-one (the datasets differ in the value of one user)")
+    lines.append(f"  neighbouring relation: {_relation_words(ledger)}")
     if query == "epsilon":
         lines.append(f"  delta: {value:g}")
         lines.append(f"  certified epsilon bracket: [{fmt(bounds.lower)}, {fmt(bounds.upper)}]")
@@ -80,6 +98,6 @@ def record(ledger: Sequence[tuple[ShuffleMechanism, int, bool]], rounds: int, bo
     return {
         "mechanisms": [mechanism_record(m, c, same) for m, c, same in ledger],
         "rounds": rounds,
-        "neighbouring_relation": "replace-one",
+        "neighbouring_relation": _relation(ledger),
         **bounds.to_dict(),
     }

@@ -41,8 +41,10 @@ Each of n users randomises its value locally (epsilon0-LDP) and the reports are 
 pldshuffle computes a certified bracket [lower, upper] on the epsilon (or delta) of the
 shuffled protocol, composed over rounds; `upper` is the guarantee you can state.
 
-Neighbouring datasets differ in the value of one user (replace-one). The adversary and the
-neighbouring pair analysed are named in each statement.
+Neighbouring datasets differ in the value of one user (replace-one) for the shuffle mechanisms;
+random-allocation (DP-SGD with shuffled batches) is for add/remove of one example, and a
+composition may not mix the two. The adversary and the neighbouring pair analysed are named in
+each statement.
 
 Subcommands:
   epsilon     certified epsilon at a given delta
@@ -72,13 +74,18 @@ mechanisms (choose one with --mechanism, or several with --compose / --spec):
               parameters: binary-rr | krr | rappor | oue | olh | hadamard
               (--domain-size, --local-epsilon), subset (+ --subset-size),
               local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
-              columns = outputs; .json, .csv or .npy; epsilon0 is computed);
+              columns = outputs; .json, .csv or .npy; epsilon0 is computed),
+              laplace (--local-epsilon, --input-min, --input-max: the Laplace
+              mechanism on [A, B], scale (B-A)/eps0; neighbours: any two inputs);
               --participation Q (each user reports with probability Q; default 1);
               --reduction blanket (default with --randomizer: the blanket pair, the
               tightest proven) | randomizer (the randomizer's own clone constants) |
               fmt20 (default without) | fmt23 (only for the class
               R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
               wang24 (both reproduction only, NOT guarantees)
+  random-allocation  DP-SGD with shuffled batches: each example in --num-selected
+              (default 1) of --num-steps steps per epoch, Gaussian steps with
+              --noise-multiplier; --epochs (= --rounds) epochs; add/remove neighbours
 
 heterogeneous composition:
   --compose KIND:KEY=VALUE,KEY=VALUE[:count=N][:same_data=true]
@@ -99,6 +106,8 @@ _EXAMPLES = {
     "epsilon": """\
 examples:
   pldshuffle epsilon --mechanism binary-rr --num-users 1000 --local-epsilon 1 --delta 1e-6
+  pldshuffle epsilon --mechanism random-allocation --num-steps 10000 --noise-multiplier 1 \\
+      --epochs 10 --delta 1e-6
   pldshuffle epsilon --mechanism krr --num-users 1000 --domain-size 4 --gamma 0.25 \\
       --adversary strong --rounds 10 --delta 1e-6 --json
   pldshuffle epsilon --compose binary-rr:num_users=1000,local_epsilon=1:count=4 \\
@@ -281,14 +290,26 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
     group.add_argument("--participation", type=_number, metavar="Q",
                        help="ldp only: probability in (0, 1] that a user reports (Poisson participation; default 1)")
     group.add_argument("--randomizer", metavar="NAME",
-                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite")
+                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite | "
+                       "laplace")
     group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",
                        help="ldp --randomizer subset only: size of the reported subset")
     group.add_argument("--hash-range", dest="hash_range", type=_integer, metavar="L",
                        help="ldp --randomizer local-hashing only: number of hash values l")
     group.add_argument("--matrix", metavar="FILE",
                        help="ldp --randomizer finite only: row-stochastic inputs x outputs matrix (.json/.csv/.npy)")
-    group.add_argument("--rounds", type=_integer, metavar="R", help="rounds of --mechanism (default 1)")
+    group.add_argument("--input-min", dest="input_min", type=_number, metavar="A",
+                       help="ldp --randomizer laplace only: smallest input value (default 0)")
+    group.add_argument("--input-max", dest="input_max", type=_number, metavar="B",
+                       help="ldp --randomizer laplace only: largest input value (default 1); noise scale (B-A)/eps0")
+    group.add_argument("--num-steps", dest="num_steps", type=_integer, metavar="T",
+                       help="random-allocation only: steps per epoch t")
+    group.add_argument("--num-selected", dest="num_selected", type=_integer, metavar="K",
+                       help="random-allocation only: steps each example is used in per epoch (default 1)")
+    group.add_argument("--noise-multiplier", dest="noise_multiplier", type=_number, metavar="SIGMA",
+                       help="random-allocation only: Gaussian noise multiplier of each step (sensitivity 1)")
+    group.add_argument("--rounds", "--epochs", dest="rounds", type=_integer, metavar="R",
+                       help="rounds of --mechanism (epochs of random-allocation; default 1)")
     if compose:
         group.add_argument("--compose", action="append", default=[], metavar="SPEC",
                            help="add KIND:KEY=VALUE,...[:count=N] to the composition (repeatable)")
@@ -346,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     With ``--json`` the output is one object::
 
         {"mechanisms": [{"mechanism": kind, "description": describe(), "parameters": {...}, "count": N}, ...],
-         "rounds": total rounds, "neighbouring_relation": "replace-one",
+         "rounds": total rounds, "neighbouring_relation": "replace-one" | "add-remove",
          ...the keys of EpsilonBounds.to_dict() (subcommands epsilon, calibrate) or DeltaBounds.to_dict()
          (delta): "quantity": "epsilon" | "delta", "lower", "upper", "target_delta" | "target_epsilon",
          "is_guarantee", "caveats": [str, ...], "diagnostics": {...} (and "relative_gap" for epsilon),

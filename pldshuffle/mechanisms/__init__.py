@@ -13,17 +13,19 @@ _EXPORTS = {
     "BlanketPair": ".blanket",
     "LabelledClonePair": ".labelled_clones",
     "PairMechanism": ".generic",
+    "RandomAllocation": ".allocation",
     "ShuffledBinaryRR": ".binary_rr",
     "ShuffledKRR": ".krr",
     "ShuffledLDP": ".clones",
 }
 
-__all__ = ["BlanketPair", "LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+__all__ = ["BlanketPair", "LabelledClonePair", "PairMechanism", "RandomAllocation", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
     from .blanket import BlanketPair
     from .clones import ShuffledLDP
+    from .allocation import RandomAllocation
     from .generic import PairMechanism
     from .krr import ShuffledKRR
     from .labelled_clones import LabelledClonePair

@@ -24,9 +24,11 @@ convolution of :mod:`._blanket_product` over groups of ``B`` for product hit law
 RAPPOR and local hashing at large domains), and with participation ``q < 1`` the same product pairs over
 groups of the number of non-void reports with a chord over the voids' share (:mod:`._blanket_participation`);
 an (N1, N2) enumeration per group of ``B`` otherwise (Hadamard response, subset selection, local hashing
-with a large point mass); exact enumeration of type counts for small finite randomizers.  When none
-applies (a finite randomizer with many types and many users) it says so (:attr:`BlanketPair.unavailable`)
-and :class:`~pldshuffle.ShuffledLDP` falls back to the
+with a large point mass); exact enumeration of type counts for small finite randomizers; for the
+continuous :class:`~pldshuffle.randomizers.Laplace` randomizer, the certified discretisation of its ratio
+sums in :mod:`._blanket_laplace` (victim inputs at the interval's ends).  When none applies (a finite
+randomizer with many types and many users) it says so (:attr:`BlanketPair.unavailable`) and
+:class:`~pldshuffle.ShuffledLDP` falls back to the
 labelled clone pair.
 """
 
@@ -40,6 +42,7 @@ import numpy as np
 from .._validation import check_num_users, check_probability, check_real
 from ..pld import PrivacyLossPair
 from ..randomizers.base import Randomizer
+from ..randomizers.continuous import Laplace
 from ..randomizers.named import BinaryRR, KaryRR
 from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
 from ._blanket_support import (
@@ -54,6 +57,7 @@ from ._blanket_support import (
     hit_width,
     trinomial_bounds,
 )
+from ._blanket_laplace import laplace_bounds, laplace_seconds
 from ._blanket_participation import NODE_OFFSETS, participation_bounds, participation_window_points
 from ._blanket_product import product_bounds
 from ._krr_support import MAX_SUPPORT_POINTS
@@ -106,7 +110,7 @@ def check_participation(value: object) -> float:
 class _Plan:
     """How one victim pair's blanket pair is evaluated."""
 
-    method: str  # "krr", "trinomial", "product", "participation", "grouped", "enumerated"
+    method: str  # "krr", "trinomial", "product", "participation", "grouped", "enumerated", "laplace"
     model: HitModel | None = None
     types: object | None = None
     victims: tuple[int, int] = (0, 1)
@@ -176,6 +180,8 @@ class BlanketPair:
     # ------------------------------------------------------------------ planning
     def _plan(self) -> tuple[tuple[_Plan, ...], str]:
         n, q, R = self.num_users, self.participation, self.randomizer
+        if isinstance(R, Laplace):
+            return (_Plan("laplace", victims=(0, 1)),), ""
         model = hit_model(R)
         if model is not None:
             if q == 1.0 and isinstance(R, (KaryRR, BinaryRR)):
@@ -310,7 +316,9 @@ class BlanketPair:
         """
         total = 0.0
         for plan in self._plans:
-            if plan.method == "krr":
+            if plan.method == "laplace":
+                total += laplace_seconds(self.num_users, float(self.randomizer.local_epsilon), tail_mass, participation=self.participation)
+            elif plan.method == "krr":
                 from .krr import ShuffledKRR
 
                 d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
@@ -360,7 +368,7 @@ class BlanketPair:
                 b = min(n - 1.0, (n - 1) * model.gamma + z * math.sqrt((n - 1) * model.gamma * (1.0 - model.gamma)) + 1.0)
                 width = z * math.sqrt((b + 1.0) * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
                 total += _MIXTURE_BYTES + _BYTES_PER_POINT * 2.0 * width * width
-            else:  # product, participation: four factor convolutions of a few thousand cells per evaluation
+            else:  # product, participation, laplace: factor laws of a few thousand cells per evaluation
                 total += _MIXTURE_BYTES
         return total
 
@@ -396,6 +404,11 @@ class BlanketPair:
         if plan.method == "enumerated":
             pair = enumerated_pair(n, plan.types, label)  # type: ignore[arg-type]
             return pair, pair
+        if plan.method == "laplace":
+            label = f"blanket pair, victim inputs (input_min, input_max): {self.describe()}"
+            low, up = laplace_bounds(n, float(self.randomizer.local_epsilon), tail, participation=self.participation)
+            return (PrivacyLossPair(low, None, label=label + " (lower bound)"),
+                    PrivacyLossPair(up, None, label=label + " (upper bound)"))
         if plan.method == "krr":
             from .krr import ShuffledKRR
 
