@@ -1,6 +1,7 @@
-"""The command line's mechanism registry and ledger: building mechanisms from flags, ``--compose`` and ``--spec``.
+"""The command line's ledger: building registered mechanisms from flags, ``--compose`` and ``--spec``.
 
-Errors are :class:`CLIError` (one line naming the flag, exit status 2), raised for the entry point
+Mechanisms and their parameters come from :mod:`pldshuffle.mechanisms.registry` and the classes'
+dataclass fields (:mod:`pldshuffle._cli_fields`); nothing here names a mechanism.  Errors are :class:`CLIError` (one line naming the flag, exit status 2), raised for the entry point
 :mod:`pldshuffle.cli`.
 """
 
@@ -8,22 +9,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import re
 from typing import Any
 
+from ._cli_fields import all_parameters, flag, parameters_of, randomizer_parameters
 from ._validation import check_int
 from .mechanisms.base import ShuffleMechanism
+from .mechanisms.registry import MECHANISMS, cli_mechanisms
 
-__all__ = ["MECHANISMS", "CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
-
-#: Mechanism kinds of the command line: kind -> (module, class name), imported on use.
-MECHANISMS: dict[str, tuple[str, str]] = {
-    "binary-rr": ("pldshuffle.mechanisms.binary_rr", "ShuffledBinaryRR"),
-    "krr": ("pldshuffle.mechanisms.krr", "ShuffledKRR"),
-    "ldp": ("pldshuffle.mechanisms.clones", "ShuffledLDP"),
-}
+__all__ = ["CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
 
 
 class CLIError(Exception):
@@ -32,50 +27,51 @@ class CLIError(Exception):
 
 # ---------------------------------------------------------------------- mechanisms
 def _mechanism_class(kind: str) -> type:
-    if kind not in MECHANISMS:
-        raise CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
-    module_name, class_name = MECHANISMS[kind]
+    entry = cli_mechanisms().get(kind)
+    if entry is None:
+        raise CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(cli_mechanisms())}")
     try:
-        cls: type = getattr(importlib.import_module(module_name), class_name)
+        return entry.load()
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
-    return cls
 
 
-def flag(name: str) -> str:
-    """Command-line flag of a mechanism parameter: ``local_epsilon`` -> ``--local-epsilon``."""
-    return "--" + name.replace("_", "-")
-
-
-#: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
-_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon")
-
-
-def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``randomizer=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
-    randomizer's own keys by the randomizer object."""
+def _with_randomizer(parameters: dict[str, Any], field: str) -> dict[str, Any]:
+    """Replace ``field=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
+    randomizer's own keys (:func:`~pldshuffle._cli_fields.randomizer_parameters`) by the randomizer object."""
     from .randomizers import make_randomizer
 
+    own_keys = (*randomizer_parameters(), "probabilities")  # a spec written by hand may name the array
     parameters = dict(parameters)
-    spec = parameters.pop("randomizer")
+    spec = parameters.pop(field)
     if isinstance(spec, dict):
         spec = dict(spec)
         name, own = spec.pop("randomizer", None), spec
     else:
-        name, own = spec, {k: parameters.pop(k) for k in _RANDOMIZER_KEYS if k in parameters}
+        name, own = spec, {k: parameters.pop(k) for k in own_keys if k in parameters}
     try:
-        parameters["randomizer"] = make_randomizer(str(name), **own)
+        parameters[field] = make_randomizer(str(name), **own)
     except (TypeError, ValueError) as exc:
-        raise CLIError(f"--randomizer {name}: {exc}") from None
+        raise CLIError(f"{flag(field)} {name}: {exc}") from None
     return parameters
+
+
+def _coerce(kind: str, value: Any) -> Any:
+    """A ``--compose`` / ``--spec`` value of a ``bool`` field: ``true``/``false`` words become booleans."""
+    if kind == "bool" and isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
+        return value.lower() in ("true", "yes")
+    return value
 
 
 def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
     """Construct mechanism ``kind``; errors name the flags (``origin=None``: --mechanism and its flags)
     or the parameter keys of ``origin`` (a --compose or --spec entry)."""
     cls = _mechanism_class(kind)
-    if kind == "ldp" and parameters.get("randomizer") is not None:
-        parameters = _with_randomizer(parameters)
+    for parameter in parameters_of(cls):
+        if parameter.kind == "randomizer" and parameters.get(parameter.name) is not None:
+            parameters = _with_randomizer(parameters, parameter.name)
+        elif parameter.name in parameters:
+            parameters = {**parameters, parameter.name: _coerce(parameter.kind, parameters[parameter.name])}
     fields = dataclasses.fields(cls)
     valid = tuple(f.name for f in fields)
     name = flag if origin is None else str
@@ -101,9 +97,10 @@ def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = 
 
 
 def kind_of(mechanism: ShuffleMechanism) -> str:
-    for kind, (module_name, class_name) in MECHANISMS.items():
-        if type(mechanism).__module__ == module_name and type(mechanism).__name__ == class_name:
-            return kind
+    """The command-line kind of a mechanism (its class name if the command line cannot build it)."""
+    for entry in MECHANISMS:
+        if entry.cli_name is not None and type(mechanism).__module__ == entry.module and type(mechanism).__name__ == entry.class_name:
+            return entry.cli_name
     return type(mechanism).__name__
 
 
@@ -161,9 +158,7 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
 
 def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Parameters given by the single-mechanism flags (only those actually set)."""
-    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
-             "subset_size", "hash_range", "matrix")
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    return {name: getattr(args, name) for name in all_parameters() if getattr(args, name, None) is not None}
 
 
 def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int]]:

@@ -10,6 +10,7 @@ from typing import Any
 from . import __version__
 from ._cli_ledger import kind_of
 from .mechanisms.base import ShuffleMechanism
+from .mechanisms.registry import RELATIONS
 from .randomizers import Randomizer, randomizer_spec
 from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds
 
@@ -33,11 +34,23 @@ def spec_value(value: Any) -> Any:
 
 
 def adversary(mechanism: ShuffleMechanism) -> str:
-    if getattr(mechanism, "adversary", None) is not None:
-        return f"{mechanism.adversary!r} (see the mechanism line)"  # type: ignore[attr-defined]
-    if getattr(mechanism, "dataset", "worst") != "worst":
-        return f"one fixed dataset pair (dataset={mechanism.dataset!r}), see the mechanism line"  # type: ignore[attr-defined]
+    """The adversary line: from the mechanism's ``switch`` field (``adversary`` names the view analysed, a
+    ``dataset`` other than its default fixes one dataset pair); else the standard DP adversary."""
+    switch = mechanism.switch
+    value = getattr(mechanism, switch) if switch is not None else None
+    if switch == "adversary":
+        return f"{value!r} (see the mechanism line)"
+    if switch == "dataset":
+        default = next(f.default for f in dataclasses.fields(mechanism) if f.name == "dataset")  # type: ignore[arg-type]
+        if value != default:
+            return f"one fixed dataset pair (dataset={value!r}), see the mechanism line"
     return "standard DP adversary: sees all shuffled reports and knows every other user's data"
+
+
+def relation(ledger: Sequence[tuple[ShuffleMechanism, int]]) -> str:
+    """The neighbouring relation of a ledger's mechanisms (the accountant composes one relation only)."""
+    relations = sorted({m.neighboring_relation for m, _ in ledger})
+    return relations[0] if len(relations) == 1 else " + ".join(relations)
 
 
 def fmt(x: float) -> str:
@@ -51,7 +64,8 @@ def statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query
         lines.append(f"    rounds of this mechanism: {count}")
         lines.append(f"    adversary: {adversary(mechanism)}")
     lines.append(f"  total rounds composed: {rounds}")
-    lines.append("  neighbouring relation: replace-one (the datasets differ in the value of one user)")
+    name = relation(ledger)
+    lines.append(f"  neighbouring relation: {name}" + (f" ({RELATIONS[name]})" if name in RELATIONS else ""))
     if query == "epsilon":
         lines.append(f"  delta: {value:g}")
         lines.append(f"  certified epsilon bracket: [{fmt(bounds.lower)}, {fmt(bounds.upper)}]")
@@ -77,6 +91,6 @@ def record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, bounds: 
     return {
         "mechanisms": [mechanism_record(m, c) for m, c in ledger],
         "rounds": rounds,
-        "neighbouring_relation": "replace-one",
+        "neighbouring_relation": relation(ledger),
         **bounds.to_dict(),
     }

@@ -23,7 +23,9 @@ from . import __version__
 from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from ._cli_ledger import MECHANISMS, CLIError, build_mechanism, ledger_from_args, single_parameters
+from ._cli_fields import Parameter, all_parameters, flag, mechanism_help, users_of
+from ._cli_ledger import CLIError, build_mechanism, ledger_from_args, single_parameters
+from .mechanisms.registry import cli_mechanisms
 from ._cli_output import record, statement
 from ._progress import ProgressReporter, choose_mode
 from .results import DeltaBounds, EpsilonBounds, SlowComputationWarning, json_safe
@@ -59,31 +61,13 @@ quick examples:
       --target-epsilon 0.5 --delta 1e-6
 """
 
-_MECHANISM_HELP = """\
-mechanisms (choose one with --mechanism, or several with --compose / --spec):
-  binary-rr   binary randomized response; --num-users, --local-epsilon,
-              --dataset worst (default: worst case over all datasets, a guarantee)
-                      | khh21 (only the pair 0^n vs 10^(n-1): a lower bound)
-  krr         k-ary randomized response; --num-users, --domain-size, and one of
-              --local-epsilon / --gamma (blanket probability);
-              --adversary weak (default) | strong | khh21 | histogram (a lower bound)
-  ldp         an epsilon0-LDP randomizer via clone reductions; --num-users and
-              either --local-epsilon (any randomizer) or --randomizer NAME with its
-              parameters: binary-rr | krr | rappor | oue | olh | hadamard
-              (--domain-size, --local-epsilon), subset (+ --subset-size),
-              local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
-              columns = outputs; .json, .csv or .npy; epsilon0 is computed);
-              --reduction randomizer (default with --randomizer: the randomizer's own
-              certified constants) | fmt20 (default without) | fmt23 (only for the
-              class R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
-              wang24 (both reproduction only, NOT guarantees)
-
+#: How several mechanisms are composed (the mechanisms' own list is generated: _cli_fields.mechanism_help).
+_COMPOSITION_HELP = """\
 heterogeneous composition:
   --compose KIND:KEY=VALUE,KEY=VALUE[:count=N]   (repeatable; count defaults to 1)
       e.g. --compose binary-rr:num_users=1000,local_epsilon=1:count=10
            --compose krr:num_users=1000,domain_size=4,gamma=0.25,adversary=strong:count=5
-      KEYs are the Python parameter names (num_users, local_epsilon, gamma, domain_size,
-      adversary, dataset, reduction).
+      KEYs are the Python parameter names (the flags above without "--", with "_").
   --spec FILE.json  a JSON list of {"mechanism": KIND, "parameters": {...}, "count": N}
       (or an object with such a list under "mechanisms", e.g. an earlier --json output).
   All of --mechanism (with --rounds), --compose and --spec may be combined.
@@ -207,7 +191,7 @@ def _run_calibrate(args: argparse.Namespace, report: ProgressReporter) -> int:
     conflicting = {"local-epsilon": ("local_epsilon", "gamma"), "num-users": ("num_users",), "rounds": ("rounds",)}
     given = [name for name in conflicting[args.parameter] if getattr(args, name) is not None]
     if given:
-        flags = ", ".join("--" + g.replace("_", "-") for g in given)
+        flags = ", ".join(flag(g) for g in given)
         raise CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
     if args.parameter == "local-epsilon":
         result = calibrate_local_epsilon(lambda e: build_mechanism(args.mechanism, {**fixed, "local_epsilon": e}), rounds=rounds, **target)
@@ -255,29 +239,32 @@ def _integer(text: str) -> int:
     return int(value)
 
 
+def _boolean(text: str) -> bool:
+    """``true`` / ``false`` (also ``yes`` / ``no``, ``1`` / ``0``)."""
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    if text.lower() not in words:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return words[text.lower()]
+
+
+#: How a parameter's text is read, by its kind (choices, words and names are checked by the mechanism).
+_READERS: dict[str, Callable[[str], Any]] = {"int": _integer, "float": _number, "bool": _boolean}
+
+
+def _add_parameter(group: argparse._ArgumentGroup, parameter: Parameter) -> None:
+    """One flag per parameter of the registered mechanisms (and their randomizers), with its users."""
+    users = ", ".join(users_of(parameter.name))
+    shown = f" ({' | '.join(parameter.choices)})" if parameter.choices else ""
+    metavar = {"randomizer": "NAME", "file": "FILE"}.get(parameter.kind, parameter.name.upper())
+    group.add_argument(flag(parameter.name), dest=parameter.name, type=_READERS.get(parameter.kind, str), metavar=metavar,
+                       help=f"for {users}{shown}")
+
+
 def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) -> None:
     group = parser.add_argument_group("mechanism")
-    group.add_argument("--mechanism", choices=tuple(MECHANISMS), help="mechanism kind (see the list below)")
-    group.add_argument("--num-users", dest="num_users", type=_integer, metavar="N", help="number of users n (>= 2)")
-    group.add_argument("--local-epsilon", dest="local_epsilon", type=_number, metavar="EPS0",
-                       help="local privacy level epsilon0 of each user's randomizer")
-    group.add_argument("--gamma", type=_number, metavar="GAMMA",
-                       help="krr only: blanket probability (instead of --local-epsilon)")
-    group.add_argument("--domain-size", dest="domain_size", type=_integer, metavar="K",
-                       help="krr, or ldp with --randomizer: number of values k")
-    group.add_argument("--adversary", help="krr only: weak (default) | strong | khh21 | histogram")
-    group.add_argument("--dataset", help="binary-rr only: worst (default) | khh21")
-    group.add_argument("--reduction",
-                       help="ldp only: randomizer (default with --randomizer) | fmt20 (default without) | fmt23 | "
-                       "khh21 | wang24")
-    group.add_argument("--randomizer", metavar="NAME",
-                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite")
-    group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",
-                       help="ldp --randomizer subset only: size of the reported subset")
-    group.add_argument("--hash-range", dest="hash_range", type=_integer, metavar="L",
-                       help="ldp --randomizer local-hashing only: number of hash values l")
-    group.add_argument("--matrix", metavar="FILE",
-                       help="ldp --randomizer finite only: row-stochastic inputs x outputs matrix (.json/.csv/.npy)")
+    group.add_argument("--mechanism", choices=tuple(cli_mechanisms()), help="mechanism kind (see the list below)")
+    for parameter in all_parameters().values():
+        _add_parameter(group, parameter)
     group.add_argument("--rounds", type=_integer, metavar="R", help="rounds of --mechanism (default 1)")
     if compose:
         group.add_argument("--compose", action="append", default=[], metavar="SPEC",
@@ -297,20 +284,21 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog="pldshuffle", description=_DESCRIPTION, epilog=_MECHANISM_HELP, formatter_class=formatter)
+    help_text = mechanism_help() + "\n" + _COMPOSITION_HELP
+    parser = _Parser(prog="pldshuffle", description=_DESCRIPTION, epilog=help_text, formatter_class=formatter)
     parser.add_argument("--version", action="version", version=f"pldshuffle {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
 
     eps = sub.add_parser("epsilon", help="certified epsilon at a given delta", formatter_class=formatter,
                          description="Certified bracket on epsilon at a given delta.",
-                         epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["epsilon"])
+                         epilog=help_text + "\n" + _EXAMPLES["epsilon"])
     eps.add_argument("--delta", type=_checked(check_delta), required=True, help="target delta in (0, 1)")
     _add_mechanism_options(eps, compose=True)
     _add_output_options(eps)
 
     dlt = sub.add_parser("delta", help="certified delta at a given epsilon", formatter_class=formatter,
                          description="Certified bracket on delta at a given epsilon.",
-                         epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["delta"])
+                         epilog=help_text + "\n" + _EXAMPLES["delta"])
     dlt.add_argument("--epsilon", type=_checked(partial(check_epsilon, allow_inf=True)), required=True,
                      help="target epsilon (>= 0; inf: the mass at infinite privacy loss)")
     _add_mechanism_options(dlt, compose=True)
@@ -320,7 +308,7 @@ def _parser() -> argparse.ArgumentParser:
                          formatter_class=formatter,
                          description="Search the largest local epsilon, the smallest number of users or the "
                          "largest number of rounds whose certified epsilon meets --target-epsilon at --delta.",
-                         epilog=_MECHANISM_HELP.split("heterogeneous composition:")[0] + "\n" + _EXAMPLES["calibrate"])
+                         epilog=mechanism_help() + "\n" + _EXAMPLES["calibrate"])
     cal.add_argument("parameter", choices=("local-epsilon", "num-users", "rounds"), help="the parameter to search")
     cal.add_argument("--target-epsilon", dest="target_epsilon", type=_checked(partial(check_positive_finite, "target_epsilon")),
                      required=True, help="target epsilon (> 0)")

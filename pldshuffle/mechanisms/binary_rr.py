@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 from weakref import WeakValueDictionary
 
 import numpy as np
@@ -67,6 +68,9 @@ _SEGMENT = 12288
 #: step), what the windows drop over the smallest start value ≤ 2e-12 (kept values exceed ~1e-24).
 _RECURRENCE_RTOL = 8e-11
 
+#: The dataset pairs ``dataset`` may select (the command line lists them from this annotation).
+Dataset = Literal["worst", "khh21"]
+
 
 @dataclass(frozen=True)
 class ShuffledBinaryRR(ShuffleMechanism):
@@ -98,14 +102,16 @@ class ShuffledBinaryRR(ShuffleMechanism):
     ``m``: pldshuffle core spec §1.
     """
 
+    switch = "dataset"  # the field that selects what is analysed (read by the privacy statements)
+
     num_users: int
     local_epsilon: float
-    dataset: str = "worst"
+    dataset: Dataset = "worst"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_num_users(self.num_users))
         object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
-        check_choice("dataset", self.dataset, ("worst", "khh21"))
+        check_choice("dataset", self.dataset, get_args(Dataset))
         p = self.flip_probability
         # A dataset pair holds O(√(n p(1-p))) outcomes: refuse sizes no machine can hold, before any work.
         needed = _BYTES_PER_SD * math.sqrt(self.num_users * p * (1.0 - p))

@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
 from .._validation import MAX_LOCAL_EPSILON, check_choice, check_num_users, check_real, check_size
@@ -81,7 +82,9 @@ __all__ = [
 ]
 
 
-_REDUCTIONS = ("fmt20", "fmt23", "randomizer", "khh21", "wang24")
+#: The reductions ``reduction`` may select (the command line lists them from this annotation).
+Reduction = Literal["fmt20", "fmt23", "randomizer", "khh21", "wang24"]
+_REDUCTIONS = get_args(Reduction)
 
 
 _CAVEATS = {
@@ -109,7 +112,6 @@ _CAVEATS = {
         "RR, ε0=6, n=1000: the pair gives ε=5.775 at δ=1e-6, the real mechanism has δ(5.775)=1.4e-3)",
     ),
 }
-_DEFAULT = "default"
 
 
 @dataclass(frozen=True)
@@ -173,9 +175,11 @@ class ShuffledLDP(ShuffleMechanism):
     ('randomizer', 1.0)
     """
 
+    switch = "reduction"  # the field that selects what is analysed (read by the privacy statements)
+
     num_users: int
     local_epsilon: float | None = None
-    reduction: str = _DEFAULT
+    reduction: Reduction | None = None
     randomizer: Randomizer | None = None
 
     def __post_init__(self) -> None:
@@ -197,7 +201,7 @@ class ShuffledLDP(ShuffleMechanism):
         elif self.local_epsilon is None:
             raise TypeError("ShuffledLDP needs local_epsilon or randomizer")
         default = "randomizer" if self.randomizer is not None else "fmt20"
-        reduction = default if self.reduction == _DEFAULT else self.reduction
+        reduction = default if self.reduction is None else self.reduction
         check_choice("reduction", reduction, _REDUCTIONS)
         object.__setattr__(self, "reduction", reduction)
         if reduction in ("randomizer", "wang24") and self.randomizer is None:

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import KW_ONLY, dataclass
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -99,7 +100,9 @@ __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_PAIRS", "MAX_SUPPORT_POINTS", "MERGE_TOLE
 #: Smallest supported per-value blanket probability ``γ/k`` (``ε0`` up to about 230).
 _MIN_G = 1e-100
 
-_ADVERSARIES = ("weak", "strong", "khh21", "histogram")
+#: The views ``adversary`` may select (the command line lists them from this annotation).
+Adversary = Literal["weak", "strong", "khh21", "histogram"]
+_ADVERSARIES = get_args(Adversary)
 
 _MEANING = {
     "weak": "weak adversary (KHH21 Def. 9: knows the other users' data and randomisation bits; exact "
@@ -190,12 +193,14 @@ class ShuffledKRR(ShuffleMechanism):
     True
     """
 
+    switch = "adversary"  # the field that selects what is analysed (read by the privacy statements)
+
     num_users: int
     domain_size: int
     _: KW_ONLY
     gamma: float | None = None
     local_epsilon: float | None = None
-    adversary: str = "weak"
+    adversary: Adversary = "weak"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_num_users(self.num_users))
