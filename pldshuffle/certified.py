@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._kernels import UNIT_ROUNDOFF as _U
 from ._reporting import throttled_reporter
 from ._validation import check_delta, check_epsilons
+from .errors import MemoryBudgetError  # raised here; its home is errors.py
 from .composition import CHERNOFF_LAMBDAS, Realization, composed_log_mgf, log_mgf, realize, window
 from .fft import fast_size, get_backend
 from .grid import moments
@@ -649,15 +650,6 @@ def _rounded_down(direction: LatticeDirection, coarsening: int) -> LatticeDirect
     index = (direction.start + np.arange(direction.masses.size)) // coarsening - first
     masses = np.bincount(index, weights=direction.masses) * (1.0 - 2.0 * _U * (coarsening + 1))
     return LatticeDirection(first, masses, direction.infinity)
-
-
-class MemoryBudgetError(ValueError, MemoryError):
-    """A composition would exceed ``max_memory_bytes``; raised before allocating.  ``needed`` and
-    ``budget`` (bytes) are set where the estimate is known (NaN otherwise)."""
-
-    def __init__(self, message: str, needed: float = math.nan, budget: float = math.nan) -> None:
-        super().__init__(message)
-        self.needed, self.budget = float(needed), float(budget)
 
 
 def check_lattice_span(points: float, budget: float, spacing: float) -> None:

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import NotAGuaranteeWarning, SlowComputationWarning  # their home; re-exported here for old imports
+
 __all__ = [
     "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "NotAGuaranteeWarning", "SlowComputationWarning", "json_safe", "warn_if_not_guarantee",
 ]
@@ -43,26 +45,6 @@ INFINITE_EPSILON_NOTE = (
     "(outcomes one dataset can produce and its neighbour cannot) or below the certified error terms; "
     "see diagnostics"
 )
-
-
-class NotAGuaranteeWarning(UserWarning):
-    """The upper end of a bound that is not a privacy guarantee was used as a guarantee.
-
-    Raised (as a warning) by ``float(bounds)`` and by the accountant's ``get_epsilon`` / ``get_delta``
-    when the composition contains a mechanism option that analyses one specific dataset pair (for
-    example ``ShuffledKRR(..., adversary="histogram")`` or ``ShuffledBinaryRR(..., dataset="khh21")``):
-    its upper end is a *lower* bound on the worst case over all neighbouring datasets.  Silence it with
-    ``warnings.simplefilter("ignore", NotAGuaranteeWarning)`` when the lower bound is what you want.
-    """
-
-
-class SlowComputationWarning(UserWarning):
-    """A computation is estimated to take more than ~30 s; the message states the estimate.
-
-    Emitted by :class:`~pldshuffle.FourierAccountant` before building a composition whose rough a-priori
-    estimate (:func:`pldshuffle._estimate.estimated_seconds`) exceeds 30 s; the same message goes to its
-    ``progress`` callback.  Silence it with ``warnings.simplefilter("ignore", SlowComputationWarning)``.
-    """
 
 
 def warn_if_not_guarantee(is_guarantee: bool, caveats: Iterable[str] = (), *, stacklevel: int = 3) -> None:

@@ -9,15 +9,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "LabelledClonePair": ".labelled_clones",
-    "PairMechanism": ".generic",
-    "ShuffledBinaryRR": ".binary_rr",
-    "ShuffledKRR": ".krr",
-    "ShuffledLDP": ".clones",
-}
+from .registry import MECHANISMS
 
-__all__ = ["LabelledClonePair", "PairMechanism", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+#: Public name -> module defining it: the registered mechanisms, and the labelled clone pair.
+_EXPORTS = {entry.class_name: entry.module for entry in MECHANISMS} | {"LabelledClonePair": ".labelled_clones"}
+
+__all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
@@ -30,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    value = getattr(importlib.import_module(_EXPORTS[name], __package__), name)
     globals()[name] = value
     return value
 
