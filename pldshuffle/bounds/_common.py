@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import gammaln, xlog1py, xlogy
 
+from .._krr_gamma import krr_gamma, krr_local_epsilon
 from .._validation import check_epsilon, check_int, check_positive_finite, check_probability
 
 __all__ = ["BoundResult"]
@@ -134,12 +134,6 @@ def log_sum_exp(values: Sequence[float] | np.ndarray) -> float:
     if not math.isfinite(top):
         return top
     return top + math.log(float(np.sum(np.exp(v - top))))
-
-
-def log_binomial_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
-    """``log Bin(n, p)(k)`` via ``gammaln`` (as ``scipy.stats.binom.logpmf``, without its import cost)."""
-    log_pmf: np.ndarray = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
-    return log_pmf
 
 
 def log1mexp(x: float) -> float:
@@ -257,9 +251,9 @@ def krr_parameters(domain_size: object, gamma: object, local_epsilon: object) ->
         )
     if gamma is not None:
         g = check_probability("gamma", gamma, high_open=False)
-        return k, g, math.log1p(k * (1.0 - g) / g)
+        return k, g, krr_local_epsilon(k, g)
     eps0 = check_local_epsilon(local_epsilon)
-    return k, k / (math.expm1(eps0) + k), eps0
+    return k, krr_gamma(k, eps0), eps0
 
 
 def check_flag(name: str, value: object) -> bool:

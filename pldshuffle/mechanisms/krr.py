@@ -75,6 +75,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import NDArray
 
+from .._krr_gamma import krr_local_epsilon, krr_log_excess, krr_log_gamma
 from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size
 from ..pld import PrivacyLossPair
 from ._krr_support import (
@@ -299,13 +300,9 @@ class ShuffledKRR(ShuffleMechanism):
         """``(log γ, log a)`` with ``a = e^{ε0} - 1 = k(1-γ)/γ``, in log space (finite for any valid input)."""
         k = self.domain_size
         if self.gamma is not None:
-            log_gamma = math.log(self.gamma)
-            log_a = math.log(k) + math.log1p(-self.gamma) - log_gamma if self.gamma < 1.0 else -math.inf
-        else:
-            eps0 = self.local_epsilon
-            log_a = eps0 + math.log(-math.expm1(-eps0))
-            log_gamma = math.log(k) - float(np.logaddexp(eps0, math.log(k - 1)))
-        return log_gamma, log_a
+            return math.log(self.gamma), krr_log_excess(k, self.gamma)
+        eps0 = self.local_epsilon
+        return krr_log_gamma(k, eps0), eps0 + math.log(-math.expm1(-eps0))
 
     @property
     def blanket_probability(self) -> float:
@@ -317,7 +314,7 @@ class ShuffledKRR(ShuffleMechanism):
         """``ε0 = log(1 + k(1-γ)/γ)``: the local privacy level of the randomizer."""
         if self.local_epsilon is not None:
             return self.local_epsilon
-        return float(np.logaddexp(0.0, self._log_parameters()[1]))
+        return krr_local_epsilon(self.domain_size, self.gamma)
 
     def describe(self) -> str:
         """One line: mechanism, parameters, neighbouring relation, adversary and what the bound means."""
