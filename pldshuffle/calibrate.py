@@ -82,31 +82,18 @@ class CalibrationResult(JsonRecord):
     target_epsilon: float
     target_delta: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary of the result.
+    #: Keys of :meth:`to_dict`: ``bracket`` is ``[passing, failing]`` (``failing`` ``null`` when the search
+    #: limit passed), ``mechanism`` is ``{"type": class name, "description": describe(), "parameters": {...}}``
+    #: and ``bounds`` is :meth:`EpsilonBounds.to_dict`.  Non-finite numbers are strings (``"inf"``).
+    record_keys = ("parameter", "value", "bracket", "rounds", "target_epsilon", "target_delta", "mechanism", "bounds")
 
-        Keys: ``parameter``, ``value``, ``bracket`` (``[passing, failing]``, ``failing`` ``null`` when
-        the search limit passed), ``rounds``, ``target_epsilon``, ``target_delta``, ``mechanism``
-        (``{"type": class name, "description": describe(), "parameters": {...}}``) and ``bounds``
-        (:meth:`EpsilonBounds.to_dict`).  Non-finite numbers are strings (``"inf"``).
-        """
-        mechanism = self.mechanism
+    def record_value(self, key: str, value: Any) -> Any:
+        if key != "mechanism":
+            return super().record_value(key, value)
         parameters: dict[str, Any] = (
-            {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)}
-            if dataclasses.is_dataclass(mechanism) else {}
+            {f.name: getattr(value, f.name) for f in dataclasses.fields(value)} if dataclasses.is_dataclass(value) else {}
         )
-        record: dict[str, Any] = json_safe({
-            "parameter": self.parameter,
-            "value": self.value,
-            "bracket": self.bracket,
-            "rounds": self.rounds,
-            "target_epsilon": self.target_epsilon,
-            "target_delta": self.target_delta,
-            "mechanism": {"type": type(mechanism).__name__, "description": mechanism.describe(),
-                          "parameters": parameters},
-            "bounds": self.bounds.to_dict(),
-        })
-        return record
+        return {"type": type(value).__name__, "description": value.describe(), "parameters": parameters}
 
     def __str__(self) -> str:
         failing = self.bracket[1]

@@ -29,7 +29,7 @@ import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -112,10 +112,22 @@ def _repr(name: str, lower: Any, upper: Any, query: str, value: Any, is_guarante
 
 
 class JsonRecord:
-    """A result that serialises itself: subclasses provide :meth:`to_dict` (JSON-safe)."""
+    """The base of every result: serialises itself as the attributes named by ``record_keys``.
+
+    Subclasses set the class attribute ``record_keys`` (fields, properties or class attributes, in the
+    order the record lists them) and may override :meth:`record_value` to convert one of them.
+    """
+
+    record_keys: ClassVar[tuple[str, ...]] = ()
+
+    def record_value(self, key: str, value: Any) -> Any:
+        """How attribute ``key`` is written (default: as it is; nested results become their dict)."""
+        return value.to_dict() if isinstance(value, JsonRecord) else value
 
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """JSON-safe dictionary of the ``record_keys``; non-finite numbers as strings (:func:`json_safe`)."""
+        record: dict[str, Any] = json_safe({key: self.record_value(key, getattr(self, key)) for key in self.record_keys})
+        return record
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
@@ -140,6 +152,9 @@ class EpsilonBounds(JsonRecord):
     caveats: tuple[str, ...] = ()
     diagnostics: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
+    quantity: ClassVar[str] = "epsilon"
+    record_keys = ("quantity", "lower", "upper", "target_delta", "relative_gap", "is_guarantee", "caveats", "diagnostics")
+
     def __iter__(self) -> Iterator[float]:
         yield self.lower
         yield self.upper
@@ -156,22 +171,6 @@ class EpsilonBounds(JsonRecord):
         if not np.isfinite(self.upper):
             return 0.0 if self.lower == self.upper else float("inf")
         return (self.upper - self.lower) / self.upper
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary: ``quantity`` (``"epsilon"``), ``lower``, ``upper``, ``target_delta``,
-        ``relative_gap``, ``is_guarantee``, ``caveats``, ``diagnostics``; non-finite numbers as strings
-        (see :func:`json_safe`)."""
-        record: dict[str, Any] = json_safe({
-            "quantity": "epsilon",
-            "lower": self.lower,
-            "upper": self.upper,
-            "target_delta": self.target_delta,
-            "relative_gap": self.relative_gap,
-            "is_guarantee": self.is_guarantee,
-            "caveats": self.caveats,
-            "diagnostics": dict(self.diagnostics),
-        })
-        return record
 
     def __repr__(self) -> str:
         return _repr("EpsilonBounds", self.lower, self.upper, "target_delta", self.target_delta,
@@ -200,6 +199,9 @@ class DeltaBounds(JsonRecord):
     caveats: tuple[str, ...] = ()
     diagnostics: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
+    quantity: ClassVar[str] = "delta"
+    record_keys = ("quantity", "lower", "upper", "target_epsilon", "is_guarantee", "caveats", "diagnostics")
+
     def __iter__(self) -> Iterator[Any]:
         yield self.lower
         yield self.upper
@@ -213,21 +215,6 @@ class DeltaBounds(JsonRecord):
             )
         warn_if_not_guarantee(self.is_guarantee, self.caveats)
         return float(np.asarray(self.upper, dtype=np.float64).reshape(()))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary: ``quantity`` (``"delta"``), ``lower``, ``upper``, ``target_epsilon``
-        (numbers, or lists for array input), ``is_guarantee``, ``caveats``, ``diagnostics``; non-finite
-        numbers as strings (see :func:`json_safe`)."""
-        record: dict[str, Any] = json_safe({
-            "quantity": "delta",
-            "lower": self.lower,
-            "upper": self.upper,
-            "target_epsilon": self.target_epsilon,
-            "is_guarantee": self.is_guarantee,
-            "caveats": self.caveats,
-            "diagnostics": dict(self.diagnostics),
-        })
-        return record
 
     def __repr__(self) -> str:
         return _repr("DeltaBounds", self.lower, self.upper, "target_epsilon", self.target_epsilon,
