@@ -39,7 +39,7 @@ from scipy import optimize
 from ._validation import check_delta, check_int, check_positive_finite, check_probability
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism, check_mechanism
-from .results import EpsilonBounds, JsonRecord, json_safe
+from .results import EpsilonBounds, JsonRecord
 
 __all__ = ["CalibrationResult", "calibrate_local_epsilon", "find_max_rounds", "find_min_users"]
 
