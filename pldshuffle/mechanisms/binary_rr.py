@@ -1,4 +1,4 @@
-"""Shuffled binary randomised response (2RR) -- KHH21 §4 with the worst case over datasets (core spec §1).
+"""Shuffled binary randomised response (2RR) -- KHH21 §4 with the worst case over datasets (docs/mathematics.md, "Binary randomized response").
 
 Each of ``n`` users reports its bit flipped with probability ``p = 1/(e^{ε0}+1)``; the analyst sees the
 number of ones.  For neighbouring datasets differing in user ``n`` (bit 0 vs 1) with ``m`` ones among
@@ -7,7 +7,7 @@ the other users,
 .. math::  P_m = N_m + \\mathrm{Bern}(p),\\quad Q_m = N_m + \\mathrm{Bern}(1-p),\\quad
            N_m = \\mathrm{Bin}(m, 1-p) + \\mathrm{Bin}(n-1-m, p),
 
-and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the worst case (spec §1: at
+and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the worst case (docs/mathematics.md: at
 ``n=3, e^{ε0}=3, ε=0`` it gives 0.28125 while ``m=1`` gives 0.3125).
 """
 
@@ -99,7 +99,7 @@ class ShuffledBinaryRR(ShuffleMechanism):
     Neighbouring relation: replace one user's bit.  Source: Koskela, Heikkilä, Honkela (2021),
     "Tight differential privacy for discrete-valued mechanisms and for the subsampled Gaussian
     mechanism using FFT" / "Numerical accounting in the shuffle model", §4, eq. (4.1); worst case over
-    ``m``: pldshuffle core spec §1.
+    ``m``: docs/mathematics.md, "Binary randomized response".
     """
 
     switch = "dataset"  # the field that selects what is analysed (read by the privacy statements)

@@ -1,4 +1,4 @@
-"""Clone reductions: shuffle amplification for *any* ε0-LDP randomiser (core spec §3).
+"""Clone reductions: shuffle amplification for *any* ε0-LDP randomiser (docs/mathematics.md, "Clone reductions").
 
 :class:`ShuffledLDP` analyses every certified reduction (FMT20, FMT23, a randomizer's own constants)
 through the one pair class :class:`~pldshuffle.mechanisms.labelled_clones.LabelledClonePair`; pair F below
@@ -32,7 +32,7 @@ kernels below walk half of each block with a ratio recurrence for ``Bin(T,1/2)``
 exact (Boost) value at the block's centre and fill the mirrored half from it, so a support point
 costs a few flops and half a logarithm.
 
-Truncation (spec §3.1).  ``C`` is restricted to the exact-tail window of
+Truncation (docs/mathematics.md, "Truncation of the supports").  ``C`` is restricted to the exact-tail window of
 :func:`~pldshuffle.mechanisms._binomial.binomial_window` and, for every kept ``c``, ``A | C=c`` to a
 central window ``[lo_c, c-lo_c]`` of ``Bin(c,1/2)`` whose two tails are each ``≤ tail_mass/2``.  Every
 generative point ``(c, A, Δ)`` inside both windows lands on a kept outcome, so the dropped ``P``-mass
