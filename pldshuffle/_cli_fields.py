@@ -75,7 +75,7 @@ def _kind(annotation: Any) -> tuple[Kind, tuple[str, ...]] | None:
         if literal and len(literal) == sum(len(typing.get_args(a)) for a in arguments):
             return "choice", tuple(str(c) for c in literal)  # a union of Literals (e.g. a sentinel default)
         if len(arguments) != 1:
-            return "float" if set(arguments) == {int, float} else None
+            return ("float", ()) if set(arguments) == {int, float} else None
         annotation = arguments[0]
     if typing.get_origin(annotation) is Literal:
         return "choice", tuple(str(c) for c in typing.get_args(annotation))
@@ -158,7 +158,9 @@ def all_parameters() -> dict[str, Parameter]:
     declaration wins for the help; a name that is an ``int`` in one class and a ``float`` in another is a
     ``float``)."""
     out: dict[str, Parameter] = {}
-    entries = [(p, ()) for entry in cli_mechanisms().values() for p in parameters_of(entry.load())]
+    entries: list[tuple[Parameter, tuple[str, ...]]] = [
+        (p, ()) for entry in cli_mechanisms().values() for p in parameters_of(entry.load())
+    ]
     if any(p.kind == "randomizer" for p, _ in entries):
         entries += list(randomizer_parameters().values())
     for parameter, _ in entries:
@@ -203,7 +205,7 @@ def mechanism_help(*, width: int = 100) -> str:
     )
     for kind, entry in cli_mechanisms().items():
         cls = entry.load()
-        lines += wrap(f"{kind}: {_summary(cls)} ({cls.__name__}; neighbours: {cls.neighboring_relation})", "  ")
+        lines += wrap(f"{kind}: {_summary(cls)} ({cls.__name__}; neighbours: {getattr(cls, 'neighboring_relation', '?')})", "  ")
         for parameter in parameters_of(cls):
             text = _describe(parameter) + (f"  {parameter.help}" if parameter.help else "")
             lines += wrap(text, "      ")

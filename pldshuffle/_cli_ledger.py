@@ -16,7 +16,7 @@ from typing import Any
 from ._cli_fields import all_parameters, flag, parameters_of, randomizer_parameters
 from ._validation import check_int
 from .mechanisms.base import ShuffleMechanism
-from .mechanisms.registry import MECHANISMS, cli_mechanisms
+from .mechanisms.registry import cli_mechanisms
 
 __all__ = ["CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
 
@@ -90,17 +90,17 @@ def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = 
     except (TypeError, ValueError) as exc:  # the library names Python parameters: translate them for the user
         message = str(exc)
         if origin is None:
-            for parameter in sorted(valid, key=len, reverse=True):
-                message = re.sub(rf"(?<![\w-]){parameter}(?!\w)", flag(parameter), message)
+            for key in sorted(valid, key=len, reverse=True):
+                message = re.sub(rf"(?<![\w-]){key}(?!\w)", flag(key), message)
         raise CLIError(f"{where}: {message}") from None
     return mechanism
 
 
 def kind_of(mechanism: ShuffleMechanism) -> str:
     """The command-line kind of a mechanism (its class name if the command line cannot build it)."""
-    for entry in MECHANISMS:
-        if entry.cli_name is not None and type(mechanism).__module__ == entry.module and type(mechanism).__name__ == entry.class_name:
-            return entry.cli_name
+    for kind, entry in cli_mechanisms().items():
+        if type(mechanism).__module__ == entry.module and type(mechanism).__name__ == entry.class_name:
+            return kind
     return type(mechanism).__name__
 
 

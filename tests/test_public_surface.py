@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import warnings
+from typing import Literal
 
 import pytest
 
@@ -116,3 +118,77 @@ def test_docstring_parameters_first_sentence():
         "alpha": "First sentence (with a; semicolon inside).",
         "beta": '"a" is the default',
     }
+
+
+# ---------------------------------------------------------------------- a new mechanism, registered by one line
+@dataclasses.dataclass(frozen=True)
+class ToyFlip(ps.ShuffleMechanism):
+    """Randomized response on one bit, to exercise the command line's field types.
+
+    Parameters
+    ----------
+    num_users : int
+        Users (unused by the toy).
+    flip : float, optional
+        Flip probability in (0, 1/2); default 1/4.
+    loud : bool
+        Whether to add a caveat.
+    mode : {"plain", "other"}
+        Which pair (both the same here).
+    pair : PrivacyLossPair, optional
+        Not expressible on the command line (a Python object).
+    """
+
+    switch = "mode"
+    neighboring_relation = "add-remove"
+
+    num_users: int
+    flip: float | None = None
+    loud: bool = False
+    mode: Literal["plain", "other"] = "plain"
+    pair: ps.PrivacyLossPair | None = None
+
+    def pair_family(self, *, tail_mass: float = 1e-18) -> ps.PairFamily:
+        p = 0.25 if self.flip is None else self.flip
+        pair = ps.PrivacyLossPair.from_probability_mass_functions([1 - p, p], [p, 1 - p])
+        return ps.PairFamily.exact(pair, caveats=("loud",) if self.loud else ())
+
+    def describe(self) -> str:
+        return f"toy flip {self.flip}, loud={self.loud}, mode={self.mode}"
+
+
+def test_new_field_types_become_parameters():
+    kinds = {p.name: (p.kind, p.required, p.default, p.choices) for p in _cli_fields.parameters_of(ToyFlip)}
+    assert kinds == {
+        "num_users": ("int", True, None, ()),
+        "flip": ("float", False, None, ()),
+        "loud": ("bool", False, False, ()),
+        "mode": ("choice", False, "plain", ("plain", "other")),
+    }
+
+
+def test_one_registry_line_makes_a_mechanism_usable_from_the_command_line(monkeypatch, capsys):
+    line = registry.Registered(f"{__name__}:ToyFlip", "toy-flip")
+    monkeypatch.setattr(registry, "MECHANISMS", (*registry.MECHANISMS, line))
+    from pldshuffle.cli import main
+
+    code = main(["delta", "--mechanism", "toy-flip", "--num-users", "3", "--flip", "0.25", "--loud", "true",
+                 "--mode", "other", "--epsilon", "0", "--json", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    record = json.loads(out)
+    (entry,) = record["mechanisms"]
+    assert entry["mechanism"] == "toy-flip" and record["neighbouring_relation"] == "add-remove"
+    assert entry["parameters"]["loud"] is True and entry["parameters"]["mode"] == "other"
+    assert record["upper"] == pytest.approx(0.5, abs=1e-9) and "loud" in record["caveats"]
+    # --compose keys and words: the bool from a word, the choice checked by nobody but the mechanism
+    assert main(["delta", "--compose", "toy-flip:num_users=3,loud=false:count=2", "--epsilon", "0", "--quiet"]) == 0
+    statement = capsys.readouterr().out
+    assert "toy flip None, loud=False" in statement and "add-remove (one dataset has one more user" in statement
+    assert main(["delta", "--mechanism", "toy-flip", "--num-users", "3", "--loud", "maybe", "--epsilon", "0"]) == 2
+    assert "expected true or false" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["epsilon", "--help"])
+    help_text = capsys.readouterr().out
+    assert "toy-flip: Randomized response on one bit" in help_text and "--mode plain | other" in help_text
+    assert "--pair" not in help_text  # a Python object is not a command-line parameter
