@@ -188,8 +188,8 @@ def _describe(parameter: Parameter) -> str:
         text += " " + " | ".join(parameter.choices)
     if parameter.required:
         text += " (required)"
-    elif parameter.default is not None:
-        text += f" (default: {parameter.default})"
+    elif parameter.default is not None and (not parameter.choices or parameter.default in parameter.choices):
+        text += f" (default: {parameter.default})"  # a default outside the choices is a sentinel the docstring explains
     return text
 
 

@@ -85,6 +85,8 @@ __all__ = [
 #: The reductions ``reduction`` may select (the command line lists them from this annotation).
 Reduction = Literal["fmt20", "fmt23", "randomizer", "khh21", "wang24"]
 _REDUCTIONS = get_args(Reduction)
+#: The default of ``reduction``: "randomizer" when a randomizer is given, else "fmt20".
+_DEFAULT = "default"
 
 
 _CAVEATS = {
@@ -179,7 +181,7 @@ class ShuffledLDP(ShuffleMechanism):
 
     num_users: int
     local_epsilon: float | None = None
-    reduction: Reduction | None = None
+    reduction: Reduction = _DEFAULT  # type: ignore[assignment]  # a sentinel: chosen from randomizer
     randomizer: Randomizer | None = None
 
     def __post_init__(self) -> None:
@@ -201,7 +203,7 @@ class ShuffledLDP(ShuffleMechanism):
         elif self.local_epsilon is None:
             raise TypeError("ShuffledLDP needs local_epsilon or randomizer")
         default = "randomizer" if self.randomizer is not None else "fmt20"
-        reduction = default if self.reduction is None else self.reduction
+        reduction = default if self.reduction == _DEFAULT else self.reduction
         check_choice("reduction", reduction, _REDUCTIONS)
         object.__setattr__(self, "reduction", reduction)
         if reduction in ("randomizer", "wang24") and self.randomizer is None:
