@@ -166,16 +166,26 @@ def _build(
     target: float | None,
 ) -> CertifiedPLD:
     pld = None
+    blocks = 0
+    # Equal same-data blocks (separate compose calls, so separate entries) have the same terms: built once.
+    built: dict[object, tuple[Term, ...]] = {}
     for (mechanism, same_data), count in entries:
         fam = family(mechanism)
-        cover = " (branch and bound over datasets)" if fam.cells is not None else ""
-        report(f"discretising {mechanism.describe()} on a lattice of spacing {spacing:.3g}{cover}")
-        terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target)
-        terms = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
-        _return_freed_memory()
-        caveats = fam.caveats + (
-            (f"assumes the same data in all {count} rounds of: {mechanism.describe()}",) if same_data and count > 1 else ()
-        )
+        # (A single round's term holds a query refiner: never shared.)
+        key = (mechanism, count) if same_data and count > 1 else object()
+        if key not in built:
+            cover = " (branch and bound over datasets)" if fam.cells is not None else ""
+            report(f"discretising {mechanism.describe()} on a lattice of spacing {spacing:.3g}{cover}")
+            terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target)
+            built[key] = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
+            _return_freed_memory()
+        terms = built[key]
+        if same_data and count > 1:
+            # Numbered: equal caveats are merged, and each block is its own (data may change between blocks).
+            blocks += 1
+            caveats = fam.caveats + (f"assumes the same data in all {count} rounds of same-data block {blocks}: {mechanism.describe()}",)
+        else:
+            caveats = fam.caveats
         piece = CertifiedPLD(spacing, terms, fam.is_guarantee, caveats, **options)
         pld = piece if pld is None else pld.compose(piece)
     assert pld is not None

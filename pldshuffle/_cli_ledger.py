@@ -18,7 +18,7 @@ from ._validation import check_int
 from .mechanisms.base import ShuffleMechanism
 from .mechanisms.registry import cli_mechanisms
 
-__all__ = ["CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
+__all__ = ["CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "parse_flag", "single_parameters"]
 
 
 class CLIError(Exception):
@@ -56,11 +56,9 @@ def _with_randomizer(parameters: dict[str, Any], field: str) -> dict[str, Any]:
     return parameters
 
 
-def _coerce(kind: str, value: Any) -> Any:
-    """A ``--compose`` / ``--spec`` value of a ``bool`` field: ``true``/``false`` words become booleans."""
-    if kind == "bool" and isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
-        return value.lower() in ("true", "yes")
-    return value
+def _coerce(kind: str, value: Any, where: str) -> Any:
+    """A ``--compose`` / ``--spec`` value of a ``bool`` field becomes a boolean (other kinds: unchanged)."""
+    return parse_flag(value, where) if kind == "bool" else value
 
 
 def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
@@ -71,7 +69,8 @@ def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = 
         if parameter.kind == "randomizer" and parameters.get(parameter.name) is not None:
             parameters = _with_randomizer(parameters, parameter.name)
         elif parameter.name in parameters:
-            parameters = {**parameters, parameter.name: _coerce(parameter.kind, parameters[parameter.name])}
+            where = flag(parameter.name) if origin is None else f"{origin}: {parameter.name}"
+            parameters = {**parameters, parameter.name: _coerce(parameter.kind, parameters[parameter.name], where)}
     fields = dataclasses.fields(cls)
     valid = tuple(f.name for f in fields)
     name = flag if origin is None else str
@@ -114,11 +113,17 @@ def _parse_value(text: str) -> Any:
     return text
 
 
-def _parse_compose(spec: str) -> tuple[str, dict[str, Any], int]:
-    """``KIND:KEY=VALUE,...[:count=N]`` -> ``(kind, parameters, count)``."""
+def _parse_compose(spec: str) -> tuple[str, dict[str, Any], Any, Any]:
+    """``KIND:KEY=VALUE,...[:count=N][:same_data=true]`` -> ``(kind, parameters, count, same_data)``."""
     parts = spec.split(":")
+    same_data: Any = False
+    if len(parts) == 4 or (len(parts) == 3 and parts[2].partition("=")[0].strip().replace("-", "_") == "same_data"):
+        key, sep, value = parts.pop().partition("=")
+        if key.strip().replace("-", "_") != "same_data" or not sep:
+            raise CLIError(f"--compose {spec!r}: the last field must be same_data=true or same_data=false")
+        same_data = parse_flag(value.strip(), f"--compose {spec!r}: same_data")
     if not 2 <= len(parts) <= 3 or not parts[0]:
-        raise CLIError(f"--compose {spec!r}: expected KIND:KEY=VALUE,KEY=VALUE[:count=N]")
+        raise CLIError(f"--compose {spec!r}: expected KIND:KEY=VALUE,KEY=VALUE[:count=N][:same_data=true]")
     kind, body = parts[0].strip(), parts[1]
     parameters: dict[str, Any] = {}
     for item in filter(None, (x.strip() for x in body.split(","))):
@@ -132,11 +137,21 @@ def _parse_compose(spec: str) -> tuple[str, dict[str, Any], int]:
         if sep and key.strip() != "count":
             raise CLIError(f"--compose {spec!r}: the third field must be count=N")
         count = _parse_value((value if sep else key).strip())
-    return kind, parameters, count
+    return kind, parameters, count, same_data
 
 
-def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
-    """``(kind, parameters, count, origin)`` of every entry of a JSON spec file."""
+def parse_flag(value: Any, where: str) -> bool:
+    """A boolean (``same_data``, a ``bool`` field): ``true``/``false`` (any case) on the command line, a JSON
+    boolean in a spec; else a :class:`CLIError` naming ``where``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise CLIError(f"{where} must be true or false, got {value!r}")
+
+
+def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, Any, str]]:
+    """``(kind, parameters, count, same_data, origin)`` of every entry of a JSON spec file."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -151,8 +166,9 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, str]]:
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "mechanism" not in entry or not isinstance(entry.get("parameters", {}), dict):
             raise CLIError(f"--spec {path}: entry {i} needs \"mechanism\" and a \"parameters\" object")
-        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1),
-                    f"--spec {path} entry {i}"))
+        origin = f"--spec {path} entry {i}"
+        same_data = parse_flag(entry.get("same_data", False), f"{origin}: \"same_data\"")
+        out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1), same_data, origin))
     return out
 
 
@@ -161,11 +177,13 @@ def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in all_parameters() if getattr(args, name, None) is not None}
 
 
-def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int]]:
-    entries: list[tuple[str, dict[str, Any], Any, str | None]] = []
+def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int, bool]]:
+    """``(mechanism, count, same_data)`` of every entry, in order (``same_data``: the entry's rounds are one
+    block on the same dataset, :meth:`pldshuffle.FourierAccountant.compose`)."""
+    entries: list[tuple[str, dict[str, Any], Any, bool, str | None]] = []
     single = single_parameters(args)
     if args.mechanism is not None:
-        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1, None))
+        entries.append((args.mechanism, single, args.rounds if args.rounds is not None else 1, False, None))
     elif single or args.rounds is not None:
         flags = [flag(name) for name in (*single, *(("rounds",) if args.rounds is not None else ()))]
         raise CLIError(f"{', '.join(flags)} given without --mechanism (they set its parameters)")
@@ -175,7 +193,8 @@ def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, i
     if not entries:
         raise CLIError("no mechanism given: use --mechanism (see --help), --compose or --spec")
     # The count is checked here so that the error names the flag that set it (compose() says "count").
-    return [(build_mechanism(kind, params, origin), check_int("--rounds" if origin is None else f"{origin}: count", count, minimum=1))
-            for kind, params, count, origin in entries]
+    return [(build_mechanism(kind, params, origin), check_int("--rounds" if origin is None else f"{origin}: count", count, minimum=1),
+             same_data)
+            for kind, params, count, same_data, origin in entries]
 
 

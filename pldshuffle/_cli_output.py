@@ -17,7 +17,8 @@ from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds
 __all__ = ["mechanism_record", "record", "statement"]
 
 
-def mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]:
+def mechanism_record(mechanism: ShuffleMechanism, count: int, same_data: bool = False) -> dict[str, Any]:
+    """One ledger entry as a ``--spec`` entry (``"same_data": true`` only for a same-data block)."""
     return {
         "mechanism": kind_of(mechanism),
         "description": mechanism.describe(),
@@ -25,6 +26,7 @@ def mechanism_record(mechanism: ShuffleMechanism, count: int) -> dict[str, Any]:
             f.name: spec_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism)  # type: ignore[arg-type]
         },
         "count": count,
+        **({"same_data": True} if same_data else {}),
     }
 
 
@@ -47,9 +49,9 @@ def adversary(mechanism: ShuffleMechanism) -> str:
     return "standard DP adversary: sees all shuffled reports and knows every other user's data"
 
 
-def relation(ledger: Sequence[tuple[ShuffleMechanism, int]]) -> str:
+def relation(ledger: Sequence[tuple[ShuffleMechanism, int, bool]]) -> str:
     """The neighbouring relation of a ledger's mechanisms (the accountant composes one relation only)."""
-    relations = sorted({m.neighboring_relation for m, _ in ledger})
+    relations = sorted({entry[0].neighboring_relation for entry in ledger})
     return relations[0] if len(relations) == 1 else " + ".join(relations)
 
 
@@ -57,11 +59,12 @@ def fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query: str, value: float, bounds: EpsilonBounds | DeltaBounds) -> str:
+def statement(ledger: Sequence[tuple[ShuffleMechanism, int, bool]], rounds: int, query: str, value: float, bounds: EpsilonBounds | DeltaBounds) -> str:
     lines = ["Privacy statement (pldshuffle %s)" % __version__]
-    for mechanism, count in ledger:
+    for mechanism, count, same_data in ledger:
         lines.append(f"  mechanism: {mechanism.describe()}")
-        lines.append(f"    rounds of this mechanism: {count}")
+        setting = " (one block on the same dataset)" if same_data else ""
+        lines.append(f"    rounds of this mechanism: {count}{setting}")
         lines.append(f"    adversary: {adversary(mechanism)}")
     lines.append(f"  total rounds composed: {rounds}")
     name = relation(ledger)
@@ -87,9 +90,9 @@ def statement(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, query
     return "\n".join(lines)
 
 
-def record(ledger: Sequence[tuple[ShuffleMechanism, int]], rounds: int, bounds: EpsilonBounds | DeltaBounds) -> dict[str, Any]:
+def record(ledger: Sequence[tuple[ShuffleMechanism, int, bool]], rounds: int, bounds: EpsilonBounds | DeltaBounds) -> dict[str, Any]:
     return {
-        "mechanisms": [mechanism_record(m, c) for m, c in ledger],
+        "mechanisms": [mechanism_record(m, c, same) for m, c, same in ledger],
         "rounds": rounds,
         "neighbouring_relation": relation(ledger),
         **bounds.to_dict(),

@@ -9,6 +9,11 @@ change between rounds", the usual composition theorem; for a family of cells suc
 randomized response, blocks of up to 64 rounds are bounded by the adaptive recursion of
 :mod:`pldshuffle.adaptive`); with ``same_data=True`` the block of rounds is
 bounded as a whole, which is tighter but valid only when every round sees the same dataset.
+
+Each ``compose(..., same_data=True)`` call is its own block: the data may change between two calls, so
+equal mechanisms are merged only within one call (a block of one round is a round of the default setting).
+Entries of the default setting are merged by value (equal mechanisms' counts add), wherever they sit in
+the ledger (checked against the exact adaptive worst case of interleaved ledgers in ``tests/test_ledgers.py``).
 """
 
 from __future__ import annotations
@@ -103,7 +108,10 @@ class FourierAccountant:
             raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
         self.progress = progress
         self._progress_channel: ProgressChannel | None = None
-        self._ledger: dict[tuple[ShuffleMechanism, bool], int] = {}
+        # (mechanism, block) -> rounds; block 0 holds the rounds whose data may change (merged by value),
+        # block b > 0 the b-th same-data call (never merged with another call: the data may change between calls).
+        self._ledger: dict[tuple[ShuffleMechanism, int], int] = {}
+        self._same_data_calls = 0
         self._families: dict[tuple[ShuffleMechanism, float], PairFamily] = {}
         self._pld: CertifiedPLD | None = None
 
@@ -120,23 +128,43 @@ class FourierAccountant:
     def compose(self, mechanism: ShuffleMechanism, count: int = 1, *, same_data: bool = False) -> FourierAccountant:
         """Add ``count`` rounds of ``mechanism``; returns ``self`` for chaining.
 
-        ``same_data=True`` declares that these rounds all see the same dataset (tighter for worst cases
-        over datasets; the default assumes the data may change between rounds).  Equal mechanisms with
-        the same setting are merged (their counts add).
+        ``same_data=True`` declares that the ``count`` rounds of THIS call all see the same dataset (tighter
+        for worst cases over datasets; the default assumes the data may change between rounds).  Each such
+        call is its own block: the data may change between two calls, so two calls of 2 same-data rounds are
+        two blocks, not one block of 4 rounds.  Rounds of the default setting are merged with earlier ones
+        of an equal mechanism (their counts add; see the module notes).
+
+        Examples
+        --------
+        >>> import pldshuffle as ps
+        >>> m = ps.ShuffledBinaryRR(3, 1.0)
+        >>> acc = ps.FourierAccountant().compose(m, 2, same_data=True).compose(m, 2, same_data=True)
+        >>> [(count, same) for _, count, same in acc.entries]  # two blocks of the same data, not one of 4 rounds
+        [(2, True), (2, True)]
         """
         check_mechanism(mechanism)
         count = check_int("count", count, minimum=1)
         if not isinstance(same_data, (bool, np.bool_)):
             raise TypeError(f"same_data must be True or False, got {same_data!r}")
-        key = (mechanism, bool(same_data))
+        if same_data and count > 1:
+            self._same_data_calls += 1
+            key = (mechanism, self._same_data_calls)
+        else:  # one round sees one dataset in either setting: it joins the default rounds
+            key = (mechanism, 0)
         self._ledger[key] = self._ledger.get(key, 0) + count
         self._pld = None
         return self
 
     @property
     def ledger(self) -> tuple[tuple[ShuffleMechanism, int], ...]:
-        """The composed ``(mechanism, count)`` entries in insertion order."""
+        """The composed ``(mechanism, count)`` entries in insertion order (see :attr:`entries` for the setting)."""
         return tuple((m, n) for (m, _), n in self._ledger.items())
+
+    @property
+    def entries(self) -> tuple[tuple[ShuffleMechanism, int, bool], ...]:
+        """The composed ``(mechanism, count, same_data)`` entries in insertion order: one per same-data block
+        (``compose(..., same_data=True)`` call of more than one round), one per distinct mechanism otherwise."""
+        return tuple((m, n, block > 0) for (m, block), n in self._ledger.items())
 
     @property
     def rounds(self) -> int:
@@ -187,13 +215,14 @@ class FourierAccountant:
             target = self.relative_gap_target or relative_target(self.rounds)
             spacing = self.value_discretization_interval or choose_spacing([(self._family(m).upper[0], n) for m, n in self.ledger], target)
             if not warned:
-                blocks = [(m, n) for (m, same), n in self._ledger.items() if same]
+                blocks = [(m, n) for m, n, same in self.entries if same]
                 # An automatic lattice is coarsened to fit the memory cap and a fixed one beyond it is refused,
                 # so no composition larger than the cap allows is timed (Δ = 1e-300 had warned of 1e297 s).
                 warn_if_slow(self.ledger, self._report, family=self._family, spacing=spacing, same_data=blocks,
                              tail_mass=self.ledger_tail_mass, max_memory_bytes=self.max_memory_bytes)
             options = dict(fft_backend=self.fft_backend, max_memory_bytes=self.max_memory_bytes)
-            self._pld = build_ledger(list(self._ledger.items()), self._family, spacing, coarsen=self.value_discretization_interval is None,
+            entries = [((m, same), n) for m, n, same in self.entries]
+            self._pld = build_ledger(entries, self._family, spacing, coarsen=self.value_discretization_interval is None,
                                      tolerance=self.relative_gap_target or 1e-3, options=options, report=self._channel or self._report, target=target)
         return self._pld
 
@@ -204,7 +233,8 @@ class FourierAccountant:
         Families under ``_SMALL_FAMILY_BYTES`` are built whatever the cap (a branch and bound over datasets
         then stops refining at once: sound, only looser), so tiny caps still answer small ledgers.
         """
-        needed = sum(m.family_bytes(tail_mass=self.ledger_tail_mass) for m, _ in self.ledger)
+        # One family per distinct mechanism (cached): same-data blocks of one mechanism share it.
+        needed = sum(m.family_bytes(tail_mass=self.ledger_tail_mass) for m in dict.fromkeys(m for m, _ in self.ledger))
         budget = self.max_memory_bytes / 2
         if needed > max(budget, _SMALL_FAMILY_BYTES):
             raise MemoryBudgetError(
@@ -220,8 +250,9 @@ class FourierAccountant:
         pld = self.certified_pld()
         diag = pld.diagnostics()
         diag["setting"] = (
-            "same data in the rounds marked same_data=True; data may change between other rounds"
-            if any(s for _, s in self._ledger)
+            "same data within each same-data block (one compose call with same_data=True); data may change "
+            "between blocks and between all other rounds"
+            if any(same for _, _, same in self.entries)
             else "data may change between rounds"
         )
         return pld.is_guarantee, pld.caveats, diag
@@ -275,5 +306,10 @@ class FourierAccountant:
         return b.upper
 
     def to_dp_accounting(self) -> Any:
-        """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic)."""
+        """The whole ledger as one dominating dp-accounting ``PrivacyLossDistribution`` (pessimistic).
+
+        Its privacy profile is at least the ledger's exact one at every ε, each entry in its own setting
+        (rounds whose data may change; each same-data block on one dataset, the data changing between
+        blocks), so it stays a guarantee when composed further in dp-accounting
+        (:func:`pldshuffle.interop.certified_to_dp_accounting`)."""
         return self.certified_pld().to_dp_accounting()

@@ -24,7 +24,7 @@ from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
 from ._cli_fields import Parameter, all_parameters, flag, mechanism_help, users_of
-from ._cli_ledger import CLIError, build_mechanism, ledger_from_args, single_parameters
+from ._cli_ledger import CLIError, build_mechanism, ledger_from_args, parse_flag, single_parameters
 from .mechanisms.registry import cli_mechanisms
 from ._cli_output import record, statement
 from ._progress import ProgressReporter, choose_mode
@@ -64,12 +64,17 @@ quick examples:
 #: How several mechanisms are composed (the mechanisms' own list is generated: _cli_fields.mechanism_help).
 _COMPOSITION_HELP = """\
 heterogeneous composition:
-  --compose KIND:KEY=VALUE,KEY=VALUE[:count=N]   (repeatable; count defaults to 1)
+  --compose KIND:KEY=VALUE,KEY=VALUE[:count=N][:same_data=true]
+      (repeatable; count defaults to 1)
       e.g. --compose binary-rr:num_users=1000,local_epsilon=1:count=10
            --compose krr:num_users=1000,domain_size=4,gamma=0.25,adversary=strong:count=5
       KEYs are the Python parameter names (the flags above without "--", with "_").
+      same_data=true: the entry's rounds all see the SAME dataset (one block, tighter;
+      valid only then); by default the data may change between rounds.  Each entry is its
+      own block: data may change between entries.
   --spec FILE.json  a JSON list of {"mechanism": KIND, "parameters": {...}, "count": N}
-      (or an object with such a list under "mechanisms", e.g. an earlier --json output).
+      (optionally "same_data": true; or an object with such a list under "mechanisms",
+      e.g. an earlier --json output).
   All of --mechanism (with --rounds), --compose and --spec may be combined.
 """
 
@@ -133,12 +138,12 @@ def _reporting(args: argparse.Namespace) -> Iterator[ProgressReporter]:
 # ---------------------------------------------------------------------- subcommands
 def _run_query(args: argparse.Namespace, report: ProgressReporter) -> int:
     ledger = ledger_from_args(args)
-    rounds = sum(count for _, count in ledger)
+    rounds = sum(count for _, count, _ in ledger)
     # Stage messages for every query: a single round of a large mechanism takes seconds too (2RR at 1e9
     # users ~6 s, kRR weak at 1e6 users ~12 s); the bar shows only after a second, so quick ones print nothing.
     accountant = FourierAccountant(progress=report)
-    for mechanism, count in ledger:
-        accountant.compose(mechanism, count)
+    for mechanism, count, same_data in ledger:
+        accountant.compose(mechanism, count, same_data=same_data)
     report(f"computing {rounds} composed rounds…" if rounds > 1 else "computing one round…")
     bounds: EpsilonBounds | DeltaBounds
     if args.command == "epsilon":
@@ -146,13 +151,13 @@ def _run_query(args: argparse.Namespace, report: ProgressReporter) -> int:
     else:
         value, bounds = args.epsilon, accountant.get_delta_bounds(args.epsilon)
     report.close()  # the status line ends before the answer goes to the same terminal
-    _emit(args, accountant.ledger, accountant.rounds, args.command, value, bounds, extra=None)
+    _emit(args, accountant.entries, accountant.rounds, args.command, value, bounds, extra=None)
     return 0
 
 
 def _emit(
     args: argparse.Namespace,
-    ledger: Sequence[tuple[ShuffleMechanism, int]],
+    ledger: Sequence[tuple[ShuffleMechanism, int, bool]],
     rounds: int,
     query: str,
     value: float,
@@ -202,7 +207,7 @@ def _run_calibrate(args: argparse.Namespace, report: ProgressReporter) -> int:
     record = result.to_dict()
     extra = {key: record[key] for key in ("parameter", "value", "bracket", "target_epsilon", "target_delta")}
     report.close()
-    _emit(args, ((result.mechanism, result.rounds),), result.rounds, "epsilon", args.delta, result.bounds, extra)
+    _emit(args, ((result.mechanism, result.rounds, False),), result.rounds, "epsilon", args.delta, result.bounds, extra)
     return 0
 
 
@@ -240,11 +245,11 @@ def _integer(text: str) -> int:
 
 
 def _boolean(text: str) -> bool:
-    """``true`` / ``false`` (also ``yes`` / ``no``, ``1`` / ``0``)."""
-    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-    if text.lower() not in words:
-        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-    return words[text.lower()]
+    """``true`` / ``false`` (any case), as ``same_data=`` of ``--compose``."""
+    try:
+        return parse_flag(text, "the value")
+    except CLIError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 #: How a parameter's text is read, by its kind (choices, words and names are checked by the mechanism).

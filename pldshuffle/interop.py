@@ -20,12 +20,30 @@ backward direction.  (The reconstructed masses carry float64 rounding, about 1e-
 dp-accounting's own unreported rounding errors.)  The export is therefore an upper bound in both directions (before dp-accounting's
 own rounding), and is passed with ``symmetric=False`` unless the pair is declared symmetric.
 
-Which pair
-----------
-A mechanism's upper bound may be the worst case over several pairs (e.g. ``ShuffledBinaryRR(n,
-..., dataset="worst")`` has one pair per dataset).  A single dp-accounting distribution cannot
-represent a maximum over pairs, so such families are refused unless ``member`` picks one; a guarantee
-then needs the largest ε over all members (``len(mechanism.pair_family().upper)`` of them).
+Which pair: worst cases over datasets
+------------------------------------
+A mechanism's guarantee may be the worst case over many dataset pairs (e.g. ``ShuffledBinaryRR(n, ε0)``,
+whose default ``dataset="worst"`` ranges over every dataset).  One dp-accounting distribution cannot hold a
+maximum over pairs, and no single dataset pair is a guarantee: composed over rounds whose data may change,
+an adversary that picks each round's dataset after seeing the earlier outputs gets more than any one pair
+gives (and more than the largest ε over pairs, each composed with itself: 2RR n = 3, ε0 = 1, 3 rounds,
+δ = 0.3 gives 0.4581 that way, while the exact adaptive worst case is 0.5472).
+
+So :func:`to_dp_accounting` exports what the accountant itself composes: the ``count`` rounds are composed
+by :class:`~pldshuffle.FourierAccountant` on the lattice of spacing ``value_discretization_interval``, and
+their certified dominating measure (every error term folded in, :func:`certified_to_dp_accounting`) is the
+exported distribution.  Its privacy profile is at least that of the worst case over datasets in the setting
+asked for, at every ε:
+
+* default, "data may change between rounds" (``same_data=False``): valid whatever datasets the rounds see,
+  also chosen adaptively, and composable in dp-accounting with anything else;
+* ``same_data=True``: the ``count`` rounds as one block on the same dataset (tighter), valid ONLY when every
+  one of these rounds sees the same dataset.
+
+Composing that distribution further in dp-accounting (with DP-SGD, or with itself) is sound: a dominating
+pair stays dominating under composition, also adaptive.  To compose ``count`` rounds, pass ``count`` here
+rather than calling ``self_compose`` there: the accountant bounds the rounds together (adaptively), which is
+tighter than composing the one-round dominating pair ``count`` times.
 """
 
 from __future__ import annotations
@@ -39,6 +57,7 @@ from ._kernels import UNIT_ROUNDOFF
 from ._validation import check_int, check_positive_finite
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
+from .results import warn_if_not_guarantee
 
 __all__ = ["certified_to_dp_accounting", "from_dp_accounting", "to_dp_accounting", "to_log_pmfs"]
 
@@ -74,25 +93,17 @@ def to_log_pmfs(direction: LossDistribution) -> tuple[dict[Any, float], dict[Any
     return lower, upper
 
 
-def _select_pair(source: ShuffleMechanism | PrivacyLossPair, member: int | None, tail_mass: float) -> PrivacyLossPair:
+def _single_pair(source: ShuffleMechanism | PrivacyLossPair, tail_mass: float) -> PrivacyLossPair | None:
+    """The one pair that ``source`` is (a :class:`PrivacyLossPair`, or a mechanism of one pair), or ``None``
+    for a worst case over several pairs (exported through the accountant, see the module notes)."""
     if isinstance(source, PrivacyLossPair):
-        if member is not None:
-            raise ValueError("member applies to mechanisms only; a PrivacyLossPair is exported as is")
         return source
     if not isinstance(source, ShuffleMechanism):
-        raise TypeError(f"expected a pldshuffle mechanism or PrivacyLossPair, got {type(source).__name__}")
+        raise TypeError(
+            f"mechanism_or_pair must be a pldshuffle mechanism or a PrivacyLossPair, got {type(source).__name__}"
+        )
     family = source.pair_family(tail_mass=tail_mass)
-    members = family.upper
-    if member is None:
-        if len(members) > 1:
-            raise ValueError(
-                f"{source.describe()}: its upper bound is the worst case over {len(members)} pairs, which one "
-                f"dp_accounting distribution cannot represent; pass member=0..{len(members) - 1} and take the "
-                "largest ε over all members for a guarantee"
-            )
-        member = 0
-    index = check_int("member", member, minimum=0, maximum=len(members) - 1)
-    return members[index]
+    return family.upper[0] if len(family.upper) == 1 and family.cells is None else None
 
 
 def to_dp_accounting(
@@ -101,57 +112,87 @@ def to_dp_accounting(
     value_discretization_interval: float = 1e-4,
     pessimistic_estimate: bool = True,
     count: int = 1,
-    member: int | None = None,
+    same_data: bool = False,
     tail_mass: float = DEFAULT_TAIL_MASS,
 ) -> Any:
-    """Export one round (or ``count`` rounds) as a ``dp_accounting`` ``PrivacyLossDistribution``.
+    """Export ``count`` rounds of a mechanism (or a pair) as a ``dp_accounting`` ``PrivacyLossDistribution``.
 
     Parameters
     ----------
     mechanism_or_pair : ShuffleMechanism or PrivacyLossPair
-        A mechanism (its upper-bound pair is exported) or a pair.
+        A mechanism or a pair.  A mechanism of one pair, or a pair, is exported from its pmfs (module
+        notes).  A worst case over datasets (several pairs, e.g. ``ShuffledBinaryRR(n, ε0)``) is composed
+        by :class:`~pldshuffle.FourierAccountant` and its certified dominating measure is exported.
     value_discretization_interval : float
-        dp-accounting's grid spacing.
+        dp-accounting's grid spacing (for a worst case over datasets, also the accountant's lattice).
+        Distributions composed in dp-accounting must share it.
     pessimistic_estimate : bool
-        dp-accounting's rounding direction (``True``: rounds losses up, an upper bound up to its
-        floating-point error).
+        dp-accounting's rounding direction for one pair (``True``: rounds losses up, an upper bound up to
+        its floating-point error).  A worst case over datasets is exported pessimistically only:
+        ``False`` is refused there.
     count : int
-        Self-compose the exported distribution ``count`` times (dp-accounting's ``self_compose``).
-    member : int, optional
-        Index into ``mechanism.pair_family().upper`` for mechanisms whose upper bound is a maximum over
-        several pairs (required for those; see the module notes).
+        Number of rounds.  One pair: its distribution self-composed ``count`` times (dp-accounting's
+        ``self_compose``).  A worst case over datasets: the ``count`` rounds composed by the accountant,
+        in the setting ``same_data`` names.
+    same_data : bool
+        ``False`` (default): the data may change between the ``count`` rounds (chosen adaptively or not);
+        the export is a guarantee for any datasets.  ``True``: every one of the ``count`` rounds sees the
+        SAME dataset, a tighter export that is valid only under that assumption.  Makes no difference
+        for one pair or for ``count=1``.
     tail_mass : float
-        Passed to ``pair_family`` (mass dropped by truncation, booked at ``+inf`` in the export).
+        Mass each pair may drop by truncation (booked at ``+inf`` in the export).
 
     Returns
     -------
     dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
-        Compose it with others (``.compose``) and query ``get_epsilon_for_delta`` there.  For a
-        mechanism whose result is not a guarantee (``is_guarantee=False``), neither is the export.
+        Compose it with others (``.compose``) and query ``get_epsilon_for_delta`` there.  For a mechanism
+        whose result is not a guarantee (``is_guarantee=False``, e.g. ``dataset="khh21"``: one dataset pair,
+        a lower bound on the worst case), neither is the export; a :class:`~pldshuffle.NotAGuaranteeWarning`
+        says so.
 
     Raises
     ------
     ImportError
         If ``dp_accounting`` is not installed.
+    ValueError
+        For ``pessimistic_estimate=False`` with a worst case over datasets, or a ``count`` (with
+        ``value_discretization_interval``) whose composition does not fit the accountant's memory cap.
+
+    Notes
+    -----
+    Cost: one pair, dp-accounting's discretisation and ``self_compose``.  A worst case over datasets, the
+    accountant's composition (:class:`~pldshuffle.FourierAccountant`) on the fixed lattice.
 
     Examples
     --------
+    >>> import math
     >>> import pldshuffle as ps
     >>> from pldshuffle.interop import to_dp_accounting
-    >>> pld = to_dp_accounting(ps.ShuffledBinaryRR(1000, 1.0, dataset="khh21"), count=4)
-    >>> 0.25 < pld.get_epsilon_for_delta(1e-6) < 0.27
+    >>> coin = ps.PrivacyLossPair.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75])
+    >>> pld = to_dp_accounting(coin, count=4)  # one pair (randomized response with e^ε = 3), 4 rounds
+    >>> abs(pld.get_epsilon_for_delta(1e-6) - 4 * math.log(3)) < 1e-3  # the largest loss, 4 ln 3
     True
+
+    A worst case over datasets, 3 rounds whose data may change (the default): a guarantee.
+
+    >>> worst = to_dp_accounting(ps.ShuffledBinaryRR(3, 1.0), count=3)
+    >>> round(worst.get_epsilon_for_delta(0.3), 3)
+    0.547
     """
-    try:
-        from dp_accounting.pld import privacy_loss_distribution
-    except ImportError as exc:
-        raise ImportError(
-            "to_dp_accounting needs the optional dependency dp-accounting: `pip install dp-accounting` "
-            "(or `pip install pldshuffle[dp-accounting]`)"
-        ) from exc
+    _, privacy_loss_distribution = _dp_accounting_pld_module()
     check_positive_finite("value_discretization_interval", value_discretization_interval)
     count = check_int("count", count, minimum=1)
-    pair = _select_pair(mechanism_or_pair, member, tail_mass)
+    if not isinstance(same_data, (bool, np.bool_)):
+        raise TypeError(f"same_data must be True or False, got {same_data!r}")
+    if not isinstance(pessimistic_estimate, (bool, np.bool_)):
+        raise TypeError(f"pessimistic_estimate must be True or False, got {pessimistic_estimate!r}")
+    pair = _single_pair(mechanism_or_pair, tail_mass)
+    if pair is None:
+        return _worst_case_to_dp_accounting(mechanism_or_pair, value_discretization_interval, pessimistic_estimate,  # type: ignore[arg-type]
+                                            count, bool(same_data), tail_mass)
+    if isinstance(mechanism_or_pair, ShuffleMechanism):
+        family = mechanism_or_pair.pair_family(tail_mass=tail_mass)
+        warn_if_not_guarantee(family.is_guarantee, family.caveats)
     log_q, log_p = to_log_pmfs(pair.forward)
     pld = privacy_loss_distribution.from_two_probability_mass_functions(
         log_q,
@@ -161,6 +202,24 @@ def to_dp_accounting(
         symmetric=pair.backward is None,
     )
     return pld if count == 1 else pld.self_compose(count)
+
+
+def _worst_case_to_dp_accounting(
+    mechanism: ShuffleMechanism, spacing: float, pessimistic_estimate: bool, count: int, same_data: bool, tail_mass: float
+) -> Any:
+    """A worst case over datasets: the accountant's certified dominating measure of the ``count`` rounds."""
+    from .accountant import FourierAccountant
+
+    if not pessimistic_estimate:
+        raise ValueError(
+            f"pessimistic_estimate=False is refused for {mechanism.describe()}: a worst case over datasets is "
+            "exported as its certified dominating pair only (an optimistic estimate of a maximum over pairs "
+            "would bound nothing)"
+        )
+    accountant = FourierAccountant(value_discretization_interval=spacing, tail_mass=tail_mass)
+    pld = accountant.compose(mechanism, count, same_data=same_data).certified_pld()
+    warn_if_not_guarantee(pld.is_guarantee, pld.caveats)
+    return certified_to_dp_accounting(pld)
 
 
 def _dp_accounting_pld_module() -> Any:

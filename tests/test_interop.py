@@ -20,6 +20,7 @@ def _krr_strong():
     return krr.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong")
 
 
+@pytest.mark.filterwarnings("ignore::pldshuffle.NotAGuaranteeWarning")  # khh21: one pair, warned (below)
 @pytest.mark.parametrize("count", [1, 4])
 @pytest.mark.parametrize("make", [lambda: ps.ShuffledBinaryRR(1000, 1.0, dataset="khh21"), _krr_strong], ids=["2rr-khh21", "krr-strong"])
 def test_pessimistic_epsilon_not_below_our_bracket(make, count):
@@ -31,15 +32,25 @@ def test_pessimistic_epsilon_not_below_our_bracket(make, count):
     assert theirs <= ours.upper + count * 1e-4 + 1e-6
 
 
-def test_member_selection_for_worst_case_families():
+def test_worst_case_families_export_the_accountants_dominating_measure():
+    """A worst case over datasets is exported as the accountant's certified dominating measure on the same
+    lattice: dp-accounting's ε is the accountant's upper end (up to its own rounding), not a member's."""
     mechanism = ps.ShuffledBinaryRR(20, 1.0)
-    members = len(mechanism.pair_family().upper)
-    assert members > 1
-    with pytest.raises(ValueError, match=f"member=0..{members - 1}"):
-        to_dp_accounting(mechanism)
-    ours = ps.FourierAccountant().compose(mechanism, 1).get_epsilon_bounds(DELTA)
-    worst = max(to_dp_accounting(mechanism, member=i).get_epsilon_for_delta(DELTA) for i in range(members))
-    assert ours.lower - 1e-9 <= worst <= ours.upper + 1e-4 + 1e-6
+    assert len(mechanism.pair_family().upper) > 1
+    for count, same_data in ((1, False), (4, False), (4, True)):
+        acc = ps.FourierAccountant(value_discretization_interval=1e-4).compose(mechanism, count, same_data=same_data)
+        ours = acc.get_epsilon_bounds(DELTA)
+        theirs = to_dp_accounting(mechanism, count=count, same_data=same_data).get_epsilon_for_delta(DELTA)
+        assert ours.upper - 1e-9 <= theirs <= ours.upper + 1e-4 + 1e-6
+    with pytest.raises(TypeError, match="member"):  # the per-member export (a lower bound) is gone
+        to_dp_accounting(mechanism, member=0)
+    with pytest.raises(ValueError, match="pessimistic_estimate=False"):
+        to_dp_accounting(mechanism, pessimistic_estimate=False)
+
+
+def test_export_of_a_lower_bound_warns():
+    with pytest.warns(ps.NotAGuaranteeWarning, match="lower bound"):
+        to_dp_accounting(ps.ShuffledBinaryRR(100, 1.0, dataset="khh21"))
 
 
 def test_reconstructed_pmfs_reproduce_both_directions():
@@ -57,8 +68,8 @@ def test_reconstructed_pmfs_reproduce_both_directions():
 def test_pair_export_and_errors():
     pair = ps.PrivacyLossPair.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75])
     assert math.isclose(to_dp_accounting(pair).get_epsilon_for_delta(0.0), math.log(3), rel_tol=1e-3)
-    with pytest.raises(ValueError, match="member"):
-        to_dp_accounting(pair, member=0)
+    with pytest.raises(TypeError, match="same_data"):
+        to_dp_accounting(pair, same_data="yes")
     with pytest.raises(TypeError, match="mechanism"):
         to_dp_accounting("2RR")
     with pytest.raises(ValueError, match="count"):

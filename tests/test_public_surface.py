@@ -186,7 +186,7 @@ def test_one_registry_line_makes_a_mechanism_usable_from_the_command_line(monkey
     statement = capsys.readouterr().out
     assert "toy flip None, loud=False" in statement and "add-remove (one dataset has one more user" in statement
     assert main(["delta", "--mechanism", "toy-flip", "--num-users", "3", "--loud", "maybe", "--epsilon", "0"]) == 2
-    assert "expected true or false" in capsys.readouterr().err
+    assert "argument --loud: the value must be true or false" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["epsilon", "--help"])
     help_text = capsys.readouterr().out
