@@ -193,7 +193,7 @@ def _run_calibrate(args: argparse.Namespace, report: ProgressReporter) -> int:
     fixed = single_parameters(args)
     target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": report}
     rounds = args.rounds if args.rounds is not None else 1
-    conflicting = {"local-epsilon": ("local_epsilon", "gamma"), "num-users": ("num_users",), "rounds": ("rounds",)}
+    conflicting = {"local-epsilon": ("local_epsilon",), "num-users": ("num_users",), "rounds": ("rounds",)}
     given = [name for name in conflicting[args.parameter] if getattr(args, name) is not None]
     if given:
         flags = ", ".join(flag(g) for g in given)
