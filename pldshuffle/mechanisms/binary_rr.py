@@ -83,7 +83,8 @@ class ShuffledBinaryRR(ShuffleMechanism):
     local_epsilon : float
         ``ε0 > 0`` of the local randomiser (flip probability ``1/(e^{ε0}+1)``).
     dataset : {"worst", "khh21"}
-        ``"worst"`` (default) bounds the maximum over all neighbouring datasets (the DP guarantee).
+        Which datasets are analysed: ``"worst"`` (default) all of them, a guarantee, or ``"khh21"`` the
+        single pair of KHH21, a lower bound on the worst case.  ``"worst"`` bounds the maximum over all neighbouring datasets (the DP guarantee).
         The datasets ``m = 0..⌊(n-1)/2⌋`` are covered by 16 interval cells; a cell ``[a, b]`` of
         width ``w = b - a`` is dominated by the dataset pair of ``n - w + 2r`` users with ``m = a + r``
         (``r ≈ wp``: each varying user's report is a ``Bern(p)``, a ``Bern(1-p)`` or its bit, with

@@ -147,7 +147,9 @@ class ShuffledKRR(ShuffleMechanism):
         Local privacy level ``ε0 > 0``; ``γ = k / (e^{ε0} + k - 1)``.  Pass exactly one of ``gamma``
         and ``local_epsilon``; the one given is stored as given, the other is a derived property.
     adversary : {"weak", "strong", "khh21", "histogram"}
-        Whose view is analysed (module docstring; docs/mathematics.md, "k-ary randomized response").  ``"weak"`` and ``"strong"`` give
+        Whose view is analysed: ``"weak"`` (default), ``"strong"``, ``"khh21"`` (guarantees) or
+        ``"histogram"`` (a lower bound, not a guarantee).  See the module docstring and
+        docs/mathematics.md, "k-ary randomized response".  ``"weak"`` and ``"strong"`` give
         DP guarantees; ``"khh21"`` a looser guarantee matching KHH21's figures; ``"histogram"`` a lower
         bound (``k ≥ 3``) that is not a guarantee.
 
