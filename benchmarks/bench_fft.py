@@ -4,7 +4,7 @@ Cases (rows in the common schema of :mod:`benchmarks._common`, ``backend`` set o
 
 ``fft_roundtrip``
     One forward ``rfft`` plus one inverse ``irfft`` of a real signal of ``2^p`` points through
-    :class:`pldshuffle.fft.FFTBackend` (plans warmed up first), ``p ∈ 16..22`` (quick: 16, 18, 20).
+    :class:`pldshuffle.pld.fft.FFTBackend` (plans warmed up first), ``p ∈ 16..22`` (quick: 16, 18, 20).
     ``value`` is the round-trip time in seconds; ``extra.max_abs_error`` the round-trip error.
 ``krr_strong_fft_backend``
     ``ShuffledKRR(1000, 4, gamma=0.25, adversary="strong")``, 64 rounds, ε(δ = 1e-6) with
@@ -36,7 +36,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "fft.json"
 
 
 def _fft_rows(quick: bool) -> list[dict[str, Any]]:
-    from pldshuffle.fft import available_backends, get_backend
+    from pldshuffle.pld.fft import available_backends, get_backend
 
     rows = []
     powers = (16, 18, 20) if quick else tuple(range(16, 23))
@@ -68,7 +68,7 @@ def _fft_rows(quick: bool) -> list[dict[str, Any]]:
 
 def _krr_rows(quick: bool) -> list[dict[str, Any]]:
     import pldshuffle as ps
-    from pldshuffle.fft import available_backends
+    from pldshuffle.pld.fft import available_backends
 
     params = {"num_users": 1000, "domain_size": 4, "gamma": 0.25, "adversary": "strong", "rounds": 64, "delta": 1e-6}
     mechanism = ps.ShuffledKRR(1000, 4, gamma=0.25, adversary="strong")

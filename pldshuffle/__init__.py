@@ -24,7 +24,7 @@ __version__ = "0.2.0"
 #: Public name -> submodule defining it (the mechanisms are added from their registry below).
 _EXPORTS = {
     "CalibrationResult": ".calibrate",
-    "CertifiedPLD": ".certified",
+    "CertifiedPLD": ".pld.certified",
     "DeltaBounds": ".results",
     "EpsilonBounds": ".results",
     "FourierAccountant": ".accountant",
@@ -47,7 +47,7 @@ _PUBLIC_MODULES = ("bounds", "interop", "plotting", "randomizers")
 #: advertised: they are internals whose layout may change.
 _SUBMODULES = (
     *_PUBLIC_MODULES, "accountant", "calibrate", "certified", "cli", "composition", "dominating", "errors", "fft", "grid",
-    "lattice", "mechanisms", "pld", "results",
+    "lattice", "mechanisms", "pld", "results", "worstcase",
 )
 
 __all__ = sorted([*_EXPORTS, "__version__", *_PUBLIC_MODULES])
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .accountant import FourierAccountant
     from . import randomizers
     from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
-    from .certified import CertifiedPLD
+    from .pld.certified import CertifiedPLD
     from .mechanisms.labelled_clones import LabelledClonePair
     from .mechanisms.base import PairFamily, ShuffleMechanism
     from .mechanisms.binary_rr import ShuffledBinaryRR

@@ -1,6 +1,6 @@
-"""Building a ledger into one :class:`~pldshuffle.certified.CertifiedPLD` for the accountant.
+"""Building a ledger into one :class:`~pldshuffle.pld.certified.CertifiedPLD` for the accountant.
 
-Each entry becomes one or more terms on the common lattice (:func:`pldshuffle.dominating.family_term`); the terms
+Each entry becomes one or more terms on the common lattice (:func:`pldshuffle.worstcase.strategy.family_term`); the terms
 are composed and realised at once.  With an automatic spacing, a composition that would exceed the memory
 cap is retried on a coarser lattice (spacing grown by the estimated shortfall, 1.1× to 2× per try, at most
 ``COARSENINGS`` times); one that even those tries could not fit is refused at once.  Each try first probes
@@ -21,10 +21,13 @@ from typing import Any
 import numpy as np
 
 from ._reporting import reporting_to
-from .certified import CertifiedPLD, MemoryBudgetError, check_lattice_span
-from .dominating import MAX_WITNESSES, family_term
-from .fft import release_plans
-from .lattice import Term, lower_direction, upper_direction
+from .pld.certified import CertifiedPLD
+from .pld.sizing import MemoryBudgetError, check_lattice_span
+from .worstcase.ledger import LedgerPLD
+from .worstcase import MAX_WITNESSES, family_term
+from .pld.fft import release_plans
+from .pld.lattice import Term, lower_direction, upper_direction
+from .worstcase.terms import WorstCaseTerm
 from .mechanisms.base import PairFamily, ShuffleMechanism
 
 __all__ = ["COARSENINGS", "build_ledger"]
@@ -67,7 +70,7 @@ def build_ledger(
         Progress callback (stage messages).
     target : float, optional
         The ledger's relative ε gap target (adaptive blocks are lengthened where they would miss it, see
-        :func:`pldshuffle.dominating.family_term`); default: each entry's own.
+        :func:`pldshuffle.worstcase.strategy.family_term`); default: each entry's own.
 
     Raises
     ------
@@ -147,9 +150,9 @@ def _probe(
         exact = exact and single
         witnesses = 1 if single else MAX_WITNESSES
         lower = tuple(lower_direction(d) for d in directions)
-        terms.append(Term(tuple(upper_direction(d) for d in directions), (lower,) * witnesses, count))
+        terms.append(WorstCaseTerm(tuple(upper_direction(d) for d in directions), (lower,) * witnesses, count))
     try:
-        CertifiedPLD(spacing, tuple(terms), **options).check_budget()
+        LedgerPLD(spacing, tuple(terms), **options).check_budget()
     except MemoryBudgetError as exc:
         # Single pairs are their own terms: the estimate is then the build's own check, and no slack.
         if exact or not exc.needed <= PROBE_SLACK * exc.budget:
@@ -165,7 +168,7 @@ def _build(
     report: Callable[[str], None],
     target: float | None,
 ) -> CertifiedPLD:
-    pld = None
+    pld: CertifiedPLD | None = None
     blocks = 0
     # Equal same-data blocks (separate compose calls, so separate entries) have the same terms: built once.
     built: dict[object, tuple[Term, ...]] = {}
@@ -186,7 +189,7 @@ def _build(
             caveats = fam.caveats + (f"assumes the same data in all {count} rounds of same-data block {blocks}: {mechanism.describe()}",)
         else:
             caveats = fam.caveats
-        piece = CertifiedPLD(spacing, terms, fam.is_guarantee, caveats, **options)
+        piece = LedgerPLD(spacing, terms, fam.is_guarantee, caveats, **options)
         pld = piece if pld is None else pld.compose(piece)
     assert pld is not None
     rounds = sum(count for _, count in entries)

@@ -15,8 +15,8 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 
-from .certified import BYTES_PER_POINT, WORK_BYTES_PER_POINT
-from .spacing import composed_range
+from .pld.sizing import BYTES_PER_POINT, WORK_BYTES_PER_POINT
+from .pld.sizing import composed_range
 from .mechanisms.base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .results import SlowComputationWarning
 

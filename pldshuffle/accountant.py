@@ -1,13 +1,13 @@
 """The Fourier accountant: a ledger of shuffled releases, answered from one certified PLD.
 
-The ledger (mechanism, rounds, setting) is turned into ONE :class:`~pldshuffle.certified.CertifiedPLD`
+The ledger (mechanism, rounds, setting) is turned into ONE :class:`~pldshuffle.pld.certified.CertifiedPLD`
 on ONE lattice chosen for the whole ledger, built at the first query and cached until the next
 ``compose``; every query reads that object, so answers agree with each other
 (``get_delta(get_epsilon(δ)) ≤ δ``).  A mechanism whose guarantee is a worst case over datasets enters
-as one dominating pair (:mod:`pldshuffle.dominating`): by default composed per round ("the data may
+as one dominating pair (:mod:`pldshuffle.worstcase`): by default composed per round ("the data may
 change between rounds", the usual composition theorem; for a family of cells such as shuffled binary
 randomized response, blocks of up to 64 rounds are bounded by the adaptive recursion of
-:mod:`pldshuffle.adaptive`); with ``same_data=True`` the block of rounds is
+:mod:`pldshuffle.worstcase.recursion`); with ``same_data=True`` the block of rounds is
 bounded as a whole, which is tighter but valid only when every round sees the same dataset.
 
 Each ``compose(..., same_data=True)`` call is its own block: the data may change between two calls, so
@@ -28,10 +28,11 @@ from ._validation import MAX_SPACING, check_delta, check_epsilons, check_int, ch
 from ._build import build_ledger
 from ._estimate import warn_if_slow
 from ._reporting import ProgressChannel, reporting_to
-from .certified import CertifiedPLD, MemoryBudgetError
-from .fft import check_backend
+from .pld.certified import CertifiedPLD
+from .pld.sizing import MemoryBudgetError
+from .pld.fft import check_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, check_mechanism
-from .spacing import choose_spacing, relative_target
+from .pld.sizing import choose_spacing, relative_target
 from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
 
 __all__ = ["FourierAccountant"]
@@ -48,22 +49,22 @@ class FourierAccountant:
     value_discretization_interval : float, optional
         Lattice spacing Δ, at most 100 (nats).  Default: chosen once per ledger from the relative-gap target
         and an estimate of ε (Δ ≈ target·ε/(2√rounds), or /(8√rounds) for sparse pairs:
-        :func:`pldshuffle.spacing.choose_spacing`), coarsened if the memory cap requires it.
+        :func:`pldshuffle.pld.sizing.choose_spacing`), coarsened if the memory cap requires it.
     tail_mass : float, optional
         Probability mass each mechanism may drop per truncated coordinate (booked at +∞ by the upper
         bound, never lost).  Default: ``min(1e-18, 1e-17/rounds)``, so the mass booked by a whole ledger
         stays near 1e-17 however many rounds it composes (supports grow only as √log(1/tail_mass)).
     fft_backend : {"auto", "pyfftw", "scipy", "numpy"}
-        "auto": numpy.fft below 2**15 points, else pyFFTW if installed, else scipy.fft (:mod:`pldshuffle.fft`).
+        "auto": numpy.fft below 2**15 points, else pyFFTW if installed, else scipy.fft (:mod:`pldshuffle.pld.fft`).
     max_memory_bytes : int
-        Refuse (:class:`~pldshuffle.certified.MemoryBudgetError`, a ``ValueError``, before allocating) a
+        Refuse (:class:`~pldshuffle.pld.sizing.MemoryBudgetError`, a ``ValueError``, before allocating) a
         composition whose working set would exceed this even on a coarser automatic lattice, or a ledger
         whose neighbouring pairs alone would take more than half of it (worst-case covers of
         :class:`~pldshuffle.ShuffledBinaryRR` at ~1e10 users: ``ShuffleMechanism.family_bytes``).
     relative_gap_target : float, optional
         Override the automatic relative ε-gap target (1e-4 / 1e-3 / 2e-3 for 1 / ≤64 / more rounds).  It sizes
         the lattice and the worst-case covers; a long ledger of a worst case over datasets whose adaptive
-        blocks would miss it is redone in longer blocks (:func:`pldshuffle.dominating.family_term`; tens of
+        blocks would miss it is redone in longer blocks (:func:`pldshuffle.worstcase.strategy.family_term`; tens of
         seconds, announced like any slow computation).
     progress : callable, optional
         Called with a short message at each stage of building the composition.  A composition estimated
@@ -312,4 +313,6 @@ class FourierAccountant:
         (rounds whose data may change; each same-data block on one dataset, the data changing between
         blocks), so it stays a guarantee when composed further in dp-accounting
         (:func:`pldshuffle.interop.certified_to_dp_accounting`)."""
-        return self.certified_pld().to_dp_accounting()
+        from .interop import certified_to_dp_accounting
+
+        return certified_to_dp_accounting(self.certified_pld())

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pldshuffle as ps
-from pldshuffle.fft import available_backends
+from pldshuffle.pld.fft import available_backends
 from reference import delta_adaptive, delta_exact, delta_heterogeneous, delta_ledger, epsilon_exact, pair_binary_rr
 
 EPS = np.array([0.0, 0.05, 0.2, 0.5, 1.0, 2.0])
@@ -145,7 +145,7 @@ def test_fft_backends_agree_within_certified_width():
 
 
 def test_fast_sizes_are_the_smallest_even_7_smooth_lengths():
-    from pldshuffle.fft import fast_size
+    from pldshuffle.pld.fft import fast_size
 
     def smooth(n):
         for f in (2, 3, 5, 7):

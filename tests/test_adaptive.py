@@ -1,4 +1,4 @@
-"""The certified adaptive block (pldshuffle.adaptive): against the exact adaptive recursion of
+"""The certified adaptive block (pldshuffle.worstcase.recursion): against the exact adaptive recursion of
 ``reference.delta_adaptive`` (no lattice, no FFT), and against the composed per-round envelope it refines."""
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ import numpy as np
 import pytest
 
 import pldshuffle as ps
-import pldshuffle.dominating as dominating
-from pldshuffle.adaptive import adaptive_profile, value_floor
-from pldshuffle.lattice import LatticeDirection, upper_direction
+import pldshuffle.worstcase.blocks as wc_blocks
+import pldshuffle.worstcase.cover as wc_cover
+import pldshuffle.worstcase.envelope as wc_envelope
+import pldshuffle.worstcase.strategy as wc_strategy
+import pldshuffle.worstcase.witnesses as wc_witnesses
+from pldshuffle.worstcase.recursion import adaptive_profile, value_floor
+from pldshuffle.pld.lattice import LatticeDirection, upper_direction
 
 from reference import delta_adaptive, delta_ledger_adaptive, pair_binary_rr
 
@@ -67,7 +71,7 @@ def test_tilted_frames_make_the_tail_error_relative():
 
 def _bounds(mechanism, rounds, eps, adaptive=True, monkeypatch=None):
     if not adaptive:
-        monkeypatch.setattr(dominating, "_adaptive_terms", lambda *args, **kwargs: None)
+        monkeypatch.setattr(wc_strategy, "_adaptive_terms", lambda *args, **kwargs: None)
     return ps.FourierAccountant().compose(mechanism, count=rounds).get_delta_bounds(eps)
 
 
@@ -91,11 +95,11 @@ def test_blocks_of_unequal_length_cover_the_exact_adaptive_worst_case(block, lon
     """A count that is not a multiple of the block: full blocks and one of the rounds left over (read off
     the same recursion), with the block length patched (3 = 2 + 1; long blocks: 5 = 2 + 2 + 1).
     Still above the exact adaptive worst case, and the lower end below it."""
-    monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", block)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", long_block)
-    monkeypatch.setattr(dominating, "_LONG_BLOCKS", 2)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", math.inf)  # the block lengths as patched
-    monkeypatch.setattr(dominating, "_estimated_gap", lambda *args: 0.0)
+    monkeypatch.setattr(wc_blocks, "_BLOCK_ROUNDS", block)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_ROUNDS", long_block)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCKS", 2)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_GAIN", math.inf)  # the block lengths as patched
+    monkeypatch.setattr(wc_blocks, "_estimated_gap", lambda *args: 0.0)
     n, eps0 = 2 if rounds > 3 else 4, 2.0  # the exact recursion is exponential in the rounds
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
@@ -157,9 +161,9 @@ def test_adaptive_lower_end_of_a_single_block_and_not_beyond(points, refine, mon
     the recursion runs on a coarsened lattice and its measure is embedded in the ledger's; a second run
     (forced here) over the options the first chose most, on a finer lattice, recovers the tightness and
     is merged with the first at every point."""
-    monkeypatch.setattr(dominating, "_LOWER_ADAPTIVE_POINTS", points)
+    monkeypatch.setattr(wc_witnesses, "_LOWER_ADAPTIVE_POINTS", points)
     if refine:
-        monkeypatch.setattr(dominating, "_LOWER_REFINE_GAP", -1.0)
+        monkeypatch.setattr(wc_witnesses, "_LOWER_REFINE_GAP", -1.0)
     eps = np.array([0.0, 0.2, 0.5, 1.0])
     first, second = ps.ShuffledBinaryRR(3, 1.0), ps.ShuffledBinaryRR(3, 0.5)
     members = {e0: [pair_binary_rr(3, 1.0 / (math.exp(e0) + 1.0), m) for m in range(3)] for e0 in (1.0, 0.5)}
@@ -194,26 +198,26 @@ def test_usage_counts_the_option_that_attains_the_bound():
 def _ledger_runs(monkeypatch) -> list:
     """Record the runs of units each adaptive block's recursion chooses from."""
     seen: list = []
-    split = dominating._split_used_runs
+    split = wc_blocks._split_used_runs
 
     def spy(runs, *args, **kwargs):
         out = split(runs, *args, **kwargs)
         seen.append((list(runs), list(out)))
         return out
 
-    monkeypatch.setattr(dominating, "_split_used_runs", spy)
+    monkeypatch.setattr(wc_blocks, "_split_used_runs", spy)
     return seen
 
 
-@pytest.mark.parametrize("passes", [0, dominating._SCREEN_PASSES])
+@pytest.mark.parametrize("passes", [0, wc_blocks._SCREEN_PASSES])
 def test_used_runs_are_split_and_still_cover_the_exact_adaptive_worst_case(passes, monkeypatch):
     """One run per order holding every dataset: its envelope takes the maximum over the datasets at every
     point, which the adversary cannot (the per-round worst dataset depends on the budget).  The screening
     splits the runs it uses; the bound stays above the exact adaptive worst case (enumeration) and, split,
     is much closer to it."""
-    monkeypatch.setattr(dominating, "_SHORT_GROUPS", 1)
-    monkeypatch.setattr(dominating, "_SCREEN_PASSES", passes)
-    monkeypatch.setattr(dominating, "_UNIT_WORK", 0.0)  # the screening, not every unit as its own run
+    monkeypatch.setattr(wc_blocks, "_SHORT_GROUPS", 1)
+    monkeypatch.setattr(wc_blocks, "_SCREEN_PASSES", passes)
+    monkeypatch.setattr(wc_blocks, "_UNIT_WORK", 0.0)  # the screening, not every unit as its own run
     seen = _ledger_runs(monkeypatch)
     n, eps0, rounds = 8, 2.0, 2
     p = 1.0 / (math.exp(eps0) + 1.0)
@@ -238,13 +242,13 @@ def test_few_units_are_the_recursions_choices_and_cover_the_exact_adaptive_worst
     exact adaptive worst case (enumeration)."""
     seen = _ledger_runs(monkeypatch)
     chosen: list = []
-    profile = dominating.adaptive_profile
+    profile = wc_blocks.adaptive_profile
 
     def spy(choices, *args, **kwargs):
         chosen.append(len(choices))
         return profile(choices, *args, **kwargs)
 
-    monkeypatch.setattr(dominating, "adaptive_profile", spy)
+    monkeypatch.setattr(wc_blocks, "adaptive_profile", spy)
     n, eps0, rounds = 8, 2.0, 2
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
@@ -267,12 +271,12 @@ def test_blocks_grow_where_the_short_block_gains_much(gain, blocks, longest, mon
     """Where the block gains at least _LONG_BLOCK_GAIN over the composed envelope, a longer ledger is redone
     in longer blocks (patched: 1 → 2 rounds, 3 = 2 + 1; then up to _MAX_BLOCK_ROUNDS or the whole ledger),
     with the runs the short block chose; either way above the exact adaptive worst case."""
-    monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 1)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", 2)
-    monkeypatch.setattr(dominating, "_MAX_BLOCK_ROUNDS", longest)
-    monkeypatch.setattr(dominating, "_LONGEST_BLOCK_ROUNDS", longest)
-    monkeypatch.setattr(dominating, "_LONG_BLOCKS", 100)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", gain)
+    monkeypatch.setattr(wc_blocks, "_BLOCK_ROUNDS", 1)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_ROUNDS", 2)
+    monkeypatch.setattr(wc_blocks, "_MAX_BLOCK_ROUNDS", longest)
+    monkeypatch.setattr(wc_blocks, "_LONGEST_BLOCK_ROUNDS", longest)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCKS", 100)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_GAIN", gain)
     n, eps0, rounds = 4, 2.0, 3
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
@@ -290,15 +294,15 @@ def test_blocks_grow_where_their_composition_misses_the_target(target, longest, 
     block gains more than the ledger's target: above it the ledger is redone in longer blocks (patched:
     1 → 2 rounds, 3 = 2 + 1; then, one step beyond the gain rule's longest, one block of 3), which still
     cover the exact adaptive worst case; a target above the gain keeps the short blocks without estimating."""
-    monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 1)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", 2)
-    monkeypatch.setattr(dominating, "_MAX_BLOCK_ROUNDS", 2)
-    monkeypatch.setattr(dominating, "_LONGEST_BLOCK_ROUNDS", longest)
-    monkeypatch.setattr(dominating, "_LONG_BLOCKS", 100)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", math.inf)
+    monkeypatch.setattr(wc_blocks, "_BLOCK_ROUNDS", 1)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_ROUNDS", 2)
+    monkeypatch.setattr(wc_blocks, "_MAX_BLOCK_ROUNDS", 2)
+    monkeypatch.setattr(wc_blocks, "_LONGEST_BLOCK_ROUNDS", longest)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCKS", 100)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_GAIN", math.inf)
     estimates = []
-    estimate = dominating._estimated_gap
-    monkeypatch.setattr(dominating, "_estimated_gap", lambda *args: estimates.append(estimate(*args)) or estimates[-1])
+    estimate = wc_blocks._estimated_gap
+    monkeypatch.setattr(wc_blocks, "_estimated_gap", lambda *args: estimates.append(estimate(*args)) or estimates[-1])
     n, eps0, rounds = 4, 2.0, 3
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
@@ -321,11 +325,11 @@ def test_a_marginal_miss_doubles_the_blocks_first(miss, blocks, estimates, monke
     Either way the blocks cover the exact adaptive worst case."""
     for name, value in (("_BLOCK_ROUNDS", 1), ("_LONG_BLOCK_ROUNDS", 4), ("_MAX_BLOCK_ROUNDS", 4), ("_LONGEST_BLOCK_ROUNDS", 4),
                         ("_LONG_BLOCKS", 100), ("_LONG_BLOCK_GAIN", math.inf)):
-        monkeypatch.setattr(dominating, name, value)
+        monkeypatch.setattr(wc_blocks, name, value)
     target = 1e-9
     answers = iter([miss * target, 0.5 * target])  # the doubled blocks meet it
     calls = []
-    monkeypatch.setattr(dominating, "_estimated_gap", lambda *args: calls.append(args) or next(answers))
+    monkeypatch.setattr(wc_blocks, "_estimated_gap", lambda *args: calls.append(args) or next(answers))
     n, eps0, rounds = 4, 2.0, 4
     p = 1.0 / (math.exp(eps0) + 1.0)
     members = [pair_binary_rr(n, p, m) for m in range(n)]
@@ -345,7 +349,7 @@ def test_lengthening_blocks_is_announced(monkeypatch, count):
     the longer block is the whole ledger, whose estimate adds the adaptive lower end's runs."""
     for name, value in (("_BLOCK_ROUNDS", 1), ("_LONG_BLOCK_ROUNDS", 2), ("_MAX_BLOCK_ROUNDS", 2), ("_LONGEST_BLOCK_ROUNDS", 2), ("_LONG_BLOCKS", 100),
                         ("_LONG_BLOCK_GAIN", math.inf), ("SLOW_SECONDS", 0.0)):
-        monkeypatch.setattr(dominating, name, value)
+        monkeypatch.setattr(wc_blocks, name, value)
     messages: list[str] = []
     accountant = ps.FourierAccountant(relative_gap_target=1e-9, value_discretization_interval=0.01, progress=messages.append)
     with pytest.warns(ps.SlowComputationWarning, match=r"redoing them in blocks of 2 rounds \(~\d+ s\)"):
@@ -358,36 +362,36 @@ def test_a_longer_block_is_not_built_on_runs_coarser_than_its_shorter_blocks_cho
     block is built: on the even runs it had gained nothing over the shorter blocks and kept the target from
     lengthening them on their own runs (2RR n = 103, ε0 = 3.07, 5226 rounds: 3.96 ‰, 1.66 ‰ now)."""
     spacing, count = 0.01, 4
-    lattice = dominating._Exact(spacing)
-    cells, witnesses, _ = dominating._cover(ps.ShuffledBinaryRR(500, 2.0).pair_family(), lattice)
-    units = [p for c in cells for p in dominating._uppers(c)]
+    lattice = wc_envelope._Exact(spacing)
+    cells, witnesses, _ = wc_cover._cover(ps.ShuffledBinaryRR(500, 2.0).pair_family(), lattice)
+    units = [p for c in cells for p in wc_cover._uppers(c)]
     width = -(-len(units) // 70)  # about 140 runs: more than the even ones, at most _MAX_CHOICES
     split = [(i, min(i + width, len(units)), order) for i in range(0, len(units), width) for order in (0, 1)]
     seen = {}
-    size, tilts = dominating.adaptive_window_size, dominating._profile_tilts
-    monkeypatch.setattr(dominating, "adaptive_window_size", lambda *a: seen.setdefault("size", size(*a)))
-    monkeypatch.setattr(dominating, "_profile_tilts", lambda *a: seen.setdefault("tilts", tilts(*a)))
-    args = (cells, lattice.envelope(units), dominating._lower_witnesses(witnesses, spacing), witnesses, spacing, count, {})
-    assert dominating._adaptive_terms(*args, block=2, split=split, work=1e15) is not None
-    even = 2 * min(dominating._SHORT_GROUPS, len(units))
-    assert even < len(split) <= dominating._MAX_CHOICES
+    size, tilts = wc_blocks.adaptive_window_size, wc_blocks._profile_tilts
+    monkeypatch.setattr(wc_blocks, "adaptive_window_size", lambda *a: seen.setdefault("size", size(*a)))
+    monkeypatch.setattr(wc_blocks, "_profile_tilts", lambda *a: seen.setdefault("tilts", tilts(*a)))
+    args = (cells, lattice.envelope(units), wc_witnesses._lower_witnesses(witnesses, spacing), witnesses, spacing, count, {})
+    assert wc_strategy._adaptive_terms(*args, block=2, split=split, work=1e15) is not None
+    even = 2 * min(wc_blocks._SHORT_GROUPS, len(units))
+    assert even < len(split) <= wc_blocks._MAX_CHOICES
     per_choice = 2 * len(seen["tilts"]) * seen["size"]
-    assert dominating._adaptive_terms(*args, block=2, split=split, work=per_choice * (even + 1)) is None
+    assert wc_strategy._adaptive_terms(*args, block=2, split=split, work=per_choice * (even + 1)) is None
 
 
 def test_the_estimated_gap_of_long_blocks_is_the_certified_one(monkeypatch):
-    """The estimate that decides whether to lengthen blocks (:func:`dominating._estimated_gap`) composes the
+    """The estimate that decides whether to lengthen blocks (:func:`wc_blocks._estimated_gap`) composes the
     blocks' upper measures against the heaviest-tailed witnesses' certified lower ends: on a ledger of
     8-round blocks (patched; 32 rounds) it is the certified gap over δ in [1e-12, 1e-2] to within 1 % (the
     witnesses' lower measures composed as upper measures, without their rounding shift, were 4.5 % off)."""
-    monkeypatch.setattr(dominating, "_BLOCK_ROUNDS", 4)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_ROUNDS", 8)
-    monkeypatch.setattr(dominating, "_LONG_BLOCKS", 4)
-    monkeypatch.setattr(dominating, "_LONG_BLOCK_GAIN", math.inf)
+    monkeypatch.setattr(wc_blocks, "_BLOCK_ROUNDS", 4)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_ROUNDS", 8)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCKS", 4)
+    monkeypatch.setattr(wc_blocks, "_LONG_BLOCK_GAIN", math.inf)
     accountant = ps.FourierAccountant(relative_gap_target=0.5, value_discretization_interval=5e-3)
     pld = accountant.compose(ps.ShuffledBinaryRR(10, 1.0), 32).certified_pld()
     assert [t.lower_count // t.count for t in pld.terms] == [8], pld.terms
-    estimate = dominating._estimated_gap(pld.terms, pld.terms[0].lower, pld.spacing, 32, {})
+    estimate = wc_blocks._estimated_gap(pld.terms, pld.terms[0].lower, pld.spacing, 32, {})
     gaps = [accountant.get_epsilon_bounds(d).relative_gap for d in np.logspace(-12, -2, 21)]
     assert 0.99 * max(gaps) <= estimate <= 1.01 * max(gaps), (estimate, max(gaps))
 
@@ -437,7 +441,7 @@ def test_a_short_block_affords_a_finer_adaptive_lower_end():
 
 
 def _exact_strategy_masses(options, choices, hi, start):
-    """The strategy of :func:`pldshuffle.adaptive.strategy_measure` played in exact arithmetic (Fractions, no
+    """The strategy of :func:`pldshuffle.worstcase.recursion.strategy_measure` played in exact arithmetic (Fractions, no
     FFT): accumulated lattice loss -> P-mass, with the budget clamped below ``-hi - 1`` and dropped above ``hi``."""
     from fractions import Fraction
 
@@ -459,8 +463,8 @@ def _exact_strategy_masses(options, choices, hi, start):
 def test_strategy_measure_is_the_strategy_played_exactly_less_its_round_off(seed):
     """The forward pass (one FFT per option in play and round, less a round-off bound, clamped and dropped
     budgets) against the same strategy played in exact arithmetic: never above, and within 1e-12."""
-    from pldshuffle.adaptive import strategy_measure
-    from pldshuffle.lattice import LatticeDirection
+    from pldshuffle.worstcase.recursion import strategy_measure
+    from pldshuffle.pld.lattice import LatticeDirection
 
     rng = np.random.default_rng(seed)
     options = []
@@ -488,8 +492,8 @@ def test_the_recorded_strategy_attains_the_adaptive_lower_value(n, eps0, rounds)
     worst case.  Up to 5e-4 relative: where the recursion's floor ``T^j - e^x`` decides, it bounds the value
     with the exact losses, which the lattice rounds down (here 1e-4 to 2.3e-4 below).  Recording the rounds in
     the wrong order, or the budgets mirrored, loses 1e-3 to 0.98 at some budget of each case."""
-    from pldshuffle.adaptive import adaptive_lower_profile, strategy_measure
-    from pldshuffle.lattice import lower_direction, profile_at
+    from pldshuffle.worstcase.recursion import adaptive_lower_profile, strategy_measure
+    from pldshuffle.pld.lattice import lower_direction, profile_at
 
     spacing = 0.02
     members = [pair_binary_rr(n, 1.0 / (math.exp(eps0) + 1.0), m) for m in range(n)]
@@ -509,7 +513,7 @@ def test_an_overflowed_frame_has_no_bound_rather_than_nan():
     """A frame tilted far from its buffer's losses overflows its norms: the round-off bound is then +inf (no
     bound there), never NaN, for one part as for several (a NaN bound once zeroed a whole upper recursion:
     2RR n = 200, ε0 = 5.5, 64 rounds had an 'upper' ε of 0 at δ = 1e-12)."""
-    from pldshuffle.adaptive import _correlation_error, _summed_correlation_error
+    from pldshuffle.worstcase.recursion import _correlation_error, _summed_correlation_error
 
     assert _correlation_error((math.inf, math.inf), 1.0, 1e-16, 4096) == math.inf
     assert _summed_correlation_error([((math.inf, math.inf), 1.0, 1e-16), ((1.0, 1.0), 1.0, 1e-16)], 4096) == math.inf
@@ -519,10 +523,10 @@ def test_an_overflowed_frame_has_no_bound_rather_than_nan():
 
 @pytest.mark.parametrize("name", ["numpy", "pyfftw"])
 def test_the_recursions_split_over_threads_are_the_one_pass_values(name, monkeypatch):
-    """Options correlated on several threads (pldshuffle.fft.map_row_ranges) give the values, choices and
+    """Options correlated on several threads (pldshuffle.pld.fft.map_row_ranges) give the values, choices and
     usage of one pass over them: the parts' maxima are merged with the first option attaining them."""
-    import pldshuffle.adaptive as adaptive
-    import pldshuffle.fft as fft
+    import pldshuffle.worstcase.recursion as adaptive
+    import pldshuffle.pld.fft as fft
 
     if name not in fft.available_backends():
         pytest.skip("pyfftw is not installed")
@@ -554,8 +558,8 @@ def test_options_whose_losses_lie_beyond_the_window(start):
     losses need mass at +∞, left out here).  With one option the adaptive value is the composed hockey
     stick ``E[(1 - e^{x - L1 - L2})_+]``, computed term by term; beyond the window both recursions use their
     extrapolations (the upper one with the crude ``G ≤ 1`` beyond ``z_hi`` here), loose by up to 0.045."""
-    from pldshuffle.adaptive import adaptive_lower_profile, adaptive_profile
-    from pldshuffle.lattice import LatticeDirection
+    from pldshuffle.worstcase.recursion import adaptive_lower_profile, adaptive_profile
+    from pldshuffle.pld.lattice import LatticeDirection
 
     spacing, hi, rounds = 0.1, 10, 2
     losses = (start + np.arange(3)) * spacing

@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pldshuffle as ps
+import pldshuffle.worstcase.blocks as wc_blocks
+import pldshuffle.worstcase.strategy as wc_strategy
 import reference as ref
 from pldshuffle.interop import from_dp_accounting
 
@@ -194,7 +196,7 @@ def test_memory_cap_is_honoured_before_allocating():
 
 def test_tiny_infinity_mass_is_not_lost_to_cancellation():
     """I = 3e-19 next to F = 1 - I: Π T^n - Π F^n must not cancel to 0 (a privacy bug in the upper bound)."""
-    from pldshuffle.lattice import LatticeDirection, compose_infinity
+    from pldshuffle.pld.lattice import LatticeDirection, compose_infinity
 
     tiny = 3e-19
     d = LatticeDirection(0, np.array([1.0 - tiny]), tiny)
@@ -211,7 +213,7 @@ def test_infinity_mass_of_very_many_rounds_does_not_overflow(rounds):
     """2**40 rounds of I ≈ 7e-9 (kRR with a huge domain has 6.3e-9): expm1(Σ n log1p(I/F)) overflows a
     double; the mass it stands for, 1 - (1 - I)^n (mpmath), is bracketed without overflow."""
     mpmath = pytest.importorskip("mpmath")
-    from pldshuffle.lattice import LatticeDirection, compose_infinity
+    from pldshuffle.pld.lattice import LatticeDirection, compose_infinity
 
     infinity = 2.0**-27  # total mass exactly 1 in binary
     d = LatticeDirection(0, np.array([0.5, 0.5 - infinity]), infinity)
@@ -358,7 +360,7 @@ def test_fixed_spacing_over_the_cap_is_refused_before_allocating():
     acc.compose(ps.ShuffledBinaryRR(10_000, 1.0, dataset="khh21"), 10**6)
     tracemalloc.start()
     try:
-        with warnings.catch_warnings(record=True) as caught, pytest.raises(ps.certified.MemoryBudgetError) as info:
+        with warnings.catch_warnings(record=True) as caught, pytest.raises(ps.pld.MemoryBudgetError) as info:
             warnings.simplefilter("always")
             acc.get_epsilon_bounds(1e-8)
         peak = tracemalloc.get_traced_memory()[1]
@@ -382,7 +384,7 @@ def test_a_lattice_too_fine_for_one_round_is_refused_before_discretising(rounds)
     acc = ps.FourierAccountant(value_discretization_interval=1e-6, max_memory_bytes=2**27).compose(mechanism, rounds)
     tracemalloc.start()
     try:
-        with pytest.raises(ps.certified.MemoryBudgetError) as info:
+        with pytest.raises(ps.pld.MemoryBudgetError) as info:
             acc.get_epsilon_bounds(1e-6)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -396,10 +398,10 @@ def test_an_absurdly_fine_lattice_is_refused_with_a_readable_estimate():
     """Δ = 1e-300 or 2**200 rounds: the refusal states its estimate in scientific notation, not in hundreds
     of digits."""
     acc = ps.FourierAccountant(value_discretization_interval=1e-300).compose(ps.ShuffledBinaryRR(100, 1.0), 3)
-    with pytest.raises(ps.certified.MemoryBudgetError, match=r"needs \d\.\d+e\+300 lattice points .* at value_discretization_interval=1e-300") as info:
+    with pytest.raises(ps.pld.MemoryBudgetError, match=r"needs \d\.\d+e\+300 lattice points .* at value_discretization_interval=1e-300") as info:
         acc.get_epsilon_bounds(1e-6)
     assert len(str(info.value)) < 500
-    with pytest.raises(ps.certified.MemoryBudgetError, match=r"needs a window of \d\.\d+e\+\d+ lattice points") as info:
+    with pytest.raises(ps.pld.MemoryBudgetError, match=r"needs a window of \d\.\d+e\+\d+ lattice points") as info:
         ps.FourierAccountant().compose(ps.ShuffledBinaryRR(50, 1.0), 2**200).get_epsilon_bounds(1e-6)
     assert len(str(info.value)) < 500
 
@@ -470,14 +472,13 @@ def test_adaptive_blocks_are_built_on_a_lattice_their_composition_fits(monkeypat
     """A long worst case whose per-round envelope would need well over the memory cap is coarsened before
     the adaptive recursion runs (it ran on a lattice the composition then refused, seconds each: 2RR
     n = 100, ε0 = 2, 1e4 rounds under 256 MiB took 44 s, now 25 s).  Blocks patched to 4 rounds."""
-    import pldshuffle.dominating as dominating
 
     for name, value in (("_BLOCK_ROUNDS", 4), ("_LONG_BLOCKS", 10**9), ("_LONG_BLOCK_ROUNDS", 4), ("_MAX_BLOCK_ROUNDS", 4),
                         ("_LONGEST_BLOCK_ROUNDS", 4)):
-        monkeypatch.setattr(dominating, name, value)
+        monkeypatch.setattr(wc_blocks, name, value)
     spacings = []
-    adaptive_terms = dominating._adaptive_terms
-    monkeypatch.setattr(dominating, "_adaptive_terms", lambda cells, up, lows, witnesses, spacing, *args, **kwargs:
+    adaptive_terms = wc_strategy._adaptive_terms
+    monkeypatch.setattr(wc_strategy, "_adaptive_terms", lambda cells, up, lows, witnesses, spacing, *args, **kwargs:
                         spacings.append(spacing) or adaptive_terms(cells, up, lows, witnesses, spacing, *args, **kwargs))
     acc = ps.FourierAccountant(max_memory_bytes=2**27).compose(ps.ShuffledBinaryRR(100, 2.0), 3000)
     bounds = acc.get_epsilon_bounds(1e-6)
@@ -490,7 +491,7 @@ def test_automatic_coarsening_grows_the_spacing_by_the_shortfall(monkeypatch):
     2RR ledger 2e-3 looser than it fits); a far larger one doubles at a time; one the tries left cannot fit
     and a fixed spacing are refused."""
     import pldshuffle._build as build
-    from pldshuffle.certified import MemoryBudgetError
+    from pldshuffle.pld import MemoryBudgetError
 
     def attempt(shortfalls):
         tried = []
@@ -532,7 +533,7 @@ def test_absurd_number_of_users_is_refused_up_front():
 
 
 def test_bracketed_inversion_agrees_and_stays_on_the_safe_side():
-    from pldshuffle.certified import invert
+    from pldshuffle.pld.inversion import invert
 
     curve = lambda e: np.exp(-3.0 * np.asarray(e)) * 0.5  # noqa: E731 - a decreasing δ(ε)
     plain = invert(curve, 1e-6, upper=True)
@@ -548,7 +549,7 @@ def test_bracketed_inversion_agrees_and_stays_on_the_safe_side():
 def test_inversion_finds_answers_beyond_a_million(edge):
     """The first passing ε was searched on [1e-6, 1e6] only: beyond it the lower end came out ∞ (a crossed
     bracket [∞, 3e6] for a million rounds of 2RR at ε0 = 3)."""
-    from pldshuffle.certified import invert
+    from pldshuffle.pld.inversion import invert
 
     curve = lambda e: np.where(np.asarray(e) < edge, 0.5, 0.0)  # noqa: E731 - δ(ε) falls to 0 at the edge
     upper, lower = invert(curve, 1e-8, upper=True), invert(curve, 1e-8, upper=False)
@@ -617,7 +618,7 @@ def test_infinity_mass_lower_end_survives_a_finite_mass_rounded_up():
     summation), and n = 2**40 multiplies that error; unaccounted it made the lower end 1.0001 (> 1).  Both
     ends against mpmath on the exact sum of the float masses."""
     mpmath = pytest.importorskip("mpmath")
-    from pldshuffle.lattice import LatticeDirection, compose_infinity
+    from pldshuffle.pld.lattice import LatticeDirection, compose_infinity
 
     mpmath.mp.dps = 60
     rng = np.random.default_rng(7)
@@ -646,7 +647,7 @@ def test_sparse_tiny_losses_over_a_million_rounds_refine_past_max_points():
     # Every round's losses (±1e-3) are tiny against the composition's spread (~1), so MAX_POINTS binds
     # before the fine spacing, where the lower witness (three atoms, rounded down) erred by twice the
     # whole budget (gap 5.5e-3 at δ = 1e-8, target 2e-3).
-    from pldshuffle import spacing
+    from pldshuffle.pld import sizing as spacing
 
     pair, _, _ = _tiny_loss_pair()
     rounds, target = 10**6, spacing.relative_target(10**6)

@@ -11,8 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from pldshuffle.dominating import _cover, _Exact, _Lattice
-from pldshuffle.lattice import upper_direction
+from pldshuffle.worstcase.cover import _cover
+from pldshuffle.worstcase.envelope import _Exact, _Lattice
+from pldshuffle.pld.lattice import upper_direction
 from pldshuffle.pld import PrivacyLossPair
 
 import reference as ref
@@ -91,7 +92,7 @@ def test_profile_inversion_keeps_the_drop_at_the_window_end():
     the rebuilt measure needs mass there (without it the a-posteriori scaling blew the mass up to ~1e295
     for a block of 109 rounds of 2RR at n = 1e6)."""
     from pldshuffle._kernels import hockey_stick_profile
-    from pldshuffle.dominating import _from_profile
+    from pldshuffle.worstcase.envelope import _from_profile
 
     spacing = 0.01
     masses = np.exp(-0.5 * ((np.arange(301) - 150) / 40.0) ** 2)

@@ -7,6 +7,7 @@ import warnings
 import pytest
 
 import pldshuffle as ps
+import pldshuffle.pld.sizing  # noqa: F401 - ps.pld.sizing below
 from pldshuffle import _estimate
 from pldshuffle._estimate import SLOW_SECONDS, estimated_seconds, warn_if_slow
 
@@ -23,7 +24,7 @@ def test_estimate_is_monotone_in_the_rounds():
     seconds = []
     for rounds in (2, 16, 256, 4096):
         pairs = [(family.upper[0], rounds)]
-        points = ps.spacing.composed_range(pairs)[1] / 1e-5
+        points = ps.pld.sizing.composed_range(pairs)[1] / 1e-5
         seconds.append(estimated_seconds([(KRR, rounds)], points, directions=1, witnesses=1))
     assert seconds == sorted(seconds) and seconds[0] < seconds[-1]
 
@@ -93,7 +94,7 @@ def test_pairs_beyond_the_memory_cap_are_refused_before_any_work(num_users, max_
     assert mechanism.family_bytes() > max_memory_bytes / 2
     acc = ps.FourierAccountant(max_memory_bytes=max_memory_bytes).compose(mechanism)
     acc._family = _no_family
-    with pytest.raises(ps.certified.MemoryBudgetError, match=r"GiB, above half of max_memory_bytes=.*fewer users") as info:
+    with pytest.raises(ps.pld.MemoryBudgetError, match=r"GiB, above half of max_memory_bytes=.*fewer users") as info:
         acc.get_epsilon_bounds(1e-8)
     assert info.value.needed > info.value.budget == max_memory_bytes / 2
 
@@ -125,7 +126,7 @@ def test_same_data_blocks_of_a_worst_case_are_counted():
     rounds with changing data do not."""
     mech = ps.ShuffledBinaryRR(10**4, 1.0)
     family = mech.pair_family()
-    spacing = ps.spacing.choose_spacing([(family.upper[0], 16)], ps.spacing.relative_target(16)) / 4
+    spacing = ps.pld.sizing.choose_spacing([(family.upper[0], 16)], ps.pld.sizing.relative_target(16)) / 4
     messages: list[str] = []
     assert warn_if_slow([(mech, 16)], messages.append, family=lambda m: family, spacing=spacing) is False
     with pytest.warns(ps.SlowComputationWarning):

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from pldshuffle import fft
+from pldshuffle.pld import fft
 
 
 @pytest.mark.parametrize("name", fft.available_backends())

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pldshuffle as ps
-from pldshuffle.grid import discretize
+from pldshuffle.pld.discretize import discretize
 
 EPS = np.linspace(-6.0, 6.0, 241)
 

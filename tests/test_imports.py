@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import pldshuffle as ps
-from pldshuffle import fft
+from pldshuffle.pld import fft
 from pldshuffle._kernels import kernel_sources_digest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ def test_no_module_calls_blas():
 def test_thread_counts_from_the_environment(value, expected):
     """PLDSHUFFLE_WORKERS sets the recursions' threads; anything but a positive integer is refused by name."""
     environ = {**os.environ, "PLDSHUFFLE_WORKERS": value}
-    out = subprocess.run([sys.executable, "-c", "import pldshuffle.fft as f; print(f.WORKERS)"], cwd=ROOT, env=environ,
+    out = subprocess.run([sys.executable, "-c", "import pldshuffle.pld.fft as f; print(f.WORKERS)"], cwd=ROOT, env=environ,
                          capture_output=True, text=True, timeout=120)
     if expected is None:
         assert out.returncode != 0 and "PLDSHUFFLE_WORKERS must be a positive integer" in out.stderr and repr(value) in out.stderr

@@ -16,7 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pldshuffle as ps
-import pldshuffle.dominating as dominating
+import pldshuffle.worstcase.blocks as wc_blocks
+import pldshuffle.worstcase.cover as wc_cover
+import pldshuffle.worstcase.mixed as wc_mixed
+import pldshuffle.worstcase.witnesses as wc_witnesses
 import reference as ref
 
 EPS = np.array([0.0, 0.1, 0.43, 1.0, 2.5, np.inf])  # ε = inf: the composed mass at +∞
@@ -107,9 +110,9 @@ def test_random_mixed_ledgers_with_several_adaptive_blocks_bracket_exact(case):
 
     ledger, (block, long_block, long_blocks) = case
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dominating, "_BLOCK_ROUNDS", block)
-        patch.setattr(dominating, "_LONG_BLOCK_ROUNDS", long_block)
-        patch.setattr(dominating, "_LONG_BLOCKS", long_blocks)
+        patch.setattr(wc_blocks, "_BLOCK_ROUNDS", block)
+        patch.setattr(wc_blocks, "_LONG_BLOCK_ROUNDS", long_block)
+        patch.setattr(wc_blocks, "_LONG_BLOCKS", long_blocks)
         _check_ledger(ledger)
 
 
@@ -339,7 +342,7 @@ def _settings(n, eps0, rounds, eps, monkeypatch):
     mech = ps.ShuffledBinaryRR(n, eps0)
     # The changing-data lower end without its adaptive strategy (not realisable when the data stay the same).
     with monkeypatch.context() as patch:
-        patch.setattr(dominating, "_adaptive_lower", lambda *args: (None, None))
+        patch.setattr(wc_blocks, "_adaptive_lower", lambda *args: (None, None))
         changing = ps.FourierAccountant().compose(mech, rounds).get_delta_bounds(eps)
     same = ps.FourierAccountant().compose(mech, rounds, same_data=True).get_delta_bounds(eps)
     return changing, same
@@ -412,29 +415,29 @@ def test_epsilon_query_repeats_the_refinement_while_it_misses_the_target(monkeyp
     one-round target: with 30 splits a pass, one pass leaves the coarse cover's bracket above 1e-4, more
     passes bring it below, and the bracket holds the worst case over every dataset (each dataset's own
     certified pair, all n/2 of them)."""
-    import pldshuffle.certified as certified
+    import pldshuffle.worstcase.single_round as single_round
 
     n, eps0, delta = 2000, 0.3, 1e-6
-    monkeypatch.setattr(dominating, "_QUERY_SPLITS", 30)
+    monkeypatch.setattr(wc_cover, "_QUERY_SPLITS", 30)
     passes: list[int] = []
-    refine = dominating.QueryRefinement.refine
+    refine = wc_cover.QueryRefinement.refine
 
     def spy(self, epsilon, threshold):
         passes.append(refine(self, epsilon, threshold))
         return passes[-1]
 
-    monkeypatch.setattr(dominating.QueryRefinement, "refine", spy)
+    monkeypatch.setattr(wc_cover.QueryRefinement, "refine", spy)
 
     def bracket(refines: int) -> tuple[float, float]:
-        monkeypatch.setattr(certified, "_QUERY_REFINES", refines)
+        monkeypatch.setattr(single_round, "_QUERY_REFINES", refines)
         passes.clear()
         b = ps.FourierAccountant(relative_gap_target=0.05).compose(ps.ShuffledBinaryRR(n, eps0)).get_epsilon_bounds(delta)
         return b.lower, b.upper
 
     lo1, up1 = bracket(1)
-    assert passes == [30] and (up1 - lo1) / up1 > certified.relative_target(1)
+    assert passes == [30] and (up1 - lo1) / up1 > single_round.relative_target(1)
     lo, up = bracket(4)
-    assert len(passes) > 1 and (up - lo) / up <= certified.relative_target(1)
+    assert len(passes) > 1 and (up - lo) / up <= single_round.relative_target(1)
     pairs = [ps.ShuffledBinaryRR(n, eps0).dataset_pair(m) for m in range(n // 2)]
     bounds = np.array([p.delta_bounds(np.array([lo, up])) for p in pairs])  # (pair, lower/upper, ε)
     assert bounds[:, 1, 1].max() <= delta <= bounds[:, 0, 0].max()  # δ(up) ≤ δ ≤ δ(lo) for the worst dataset
@@ -451,9 +454,9 @@ def test_query_refinement_keeps_only_the_largest_revealed_datasets(monkeypatch):
     """A query reveals the datasets of at most _KEPT_MEMBERS cells (revealing every split's held a third of a
     refined cover at n = 1e7); the bracket is the one revealing them all."""
     d, refiner, cells, before = _refined_query(1000, 0.5, 0.02)
-    assert len(refiner._cells) > cells + dominating._KEPT_MEMBERS  # more datasets revealed than kept
-    assert len(refiner.lower_pairs) <= before + dominating._KEPT_MEMBERS
-    monkeypatch.setattr(dominating, "_KEPT_MEMBERS", 10**6)
+    assert len(refiner._cells) > cells + wc_cover._KEPT_MEMBERS  # more datasets revealed than kept
+    assert len(refiner.lower_pairs) <= before + wc_cover._KEPT_MEMBERS
+    monkeypatch.setattr(wc_cover, "_KEPT_MEMBERS", 10**6)
     every, refiner, _, before = _refined_query(1000, 0.5, 0.02)
     assert len(refiner.lower_pairs) > before + 16
     assert (d.lower, d.upper) == (every.lower, every.upper)
@@ -517,7 +520,7 @@ def test_mixed_ledger_pairs_each_entrys_heaviest_witness():
 def _strategy_composites(pld) -> list:
     """The lower end's compositions of strategy witnesses: after the combinations and the products."""
     lowers = pld._composites("lower")
-    return lowers[len(pld._combinations("lower")) + sum(isinstance(c, ps.lattice.ProductLower) for c in lowers) :]
+    return lowers[len(pld._combinations("lower")) + sum(isinstance(c, ps.pld.composites.ProductLower) for c in lowers) :]
 
 
 @pytest.mark.parametrize("other, other_entry", [
@@ -527,7 +530,7 @@ def _strategy_composites(pld) -> list:
 def test_an_adaptive_block_keeps_its_adaptive_lower_end_beside_other_rounds(other, other_entry, monkeypatch):
     """A ledger of a worst case over datasets (one adaptive block) and another mechanism: the lower end
     multiplies the block's adaptive lower profile by the other rounds' tail masses
-    (:class:`pldshuffle.lattice.ProductLower`), a strategy that adapts to the block's own outputs only, so
+    (:class:`pldshuffle.pld.composites.ProductLower`), a strategy that adapts to the block's own outputs only, so
     it lies below the exact adaptive worst case in *either* order of the rounds; and above the fixed
     witnesses' composition, which gives up the adaptive gain (the other rounds here lose little: a product
     of a profile and a tail mass only gains where the other rounds' losses are concentrated)."""
@@ -535,14 +538,14 @@ def test_an_adaptive_block_keeps_its_adaptive_lower_end_beside_other_rounds(othe
     members = [ref.pair_binary_rr(n, 1.0 / (math.exp(eps0) + 1.0), m) for m in range(n)]
     # The strategy witnesses composed with the other rounds, built however small the gap (each alone a lower
     # end, checked one by one).
-    monkeypatch.setattr(ps.certified, "relative_target", lambda rounds: 0.0)
+    monkeypatch.setattr(wc_mixed, "relative_target", lambda rounds: 0.0)
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(n, eps0), rounds).compose(other, 1).certified_pld()
-    products = [c for c in pld._composites("lower") if isinstance(c, ps.lattice.ProductLower)]
+    products = [c for c in pld._composites("lower") if isinstance(c, ps.pld.composites.ProductLower)]
     assert products
     strategies = _strategy_composites(pld)
     assert strategies
     bounds = pld.delta_bounds(EPS)
-    witnesses = np.max([c.lower(EPS) for c in pld._composites("lower") if not isinstance(c, ps.lattice.ProductLower)], axis=0)
+    witnesses = np.max([c.lower(EPS) for c in pld._composites("lower") if not isinstance(c, ps.pld.composites.ProductLower)], axis=0)
     each = [c.lower(EPS) for c in strategies]
     gained = 0.0
     for i, (eps, lo, up, fixed) in enumerate(zip(EPS, *bounds, witnesses)):
@@ -562,7 +565,7 @@ def test_a_strategy_witness_keeps_a_blocks_adaptive_gain_beside_a_spread_entry()
     at δ = 1e-2 without strategy witnesses).  One strategy, aiming at the budget the other round leaves it,
     composed with the other's witness like a fixed pair, closes most of it (0.45 ‰).  Soundness against the
     exact adaptive worst case of both orders: the test above."""
-    from pldshuffle.certified import invert
+    from pldshuffle.pld.inversion import invert
 
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(30, 2.5), 4).compose(ps.ShuffledBinaryRR(300, 1.0), 1).certified_pld()
     lower, upper = pld.epsilon_bounds(1e-2)
@@ -577,8 +580,8 @@ def test_a_strategy_witness_keeps_a_blocks_adaptive_gain_beside_a_spread_entry()
 def test_strategy_witnesses_beyond_their_work_cap_are_left_out(monkeypatch):
     """A block's strategy witnesses share a work cap (rounds × options × FFT length): past it no further
     witness is built, and the ledger is answered by the other lower ends."""
-    monkeypatch.setattr(ps.certified, "relative_target", lambda rounds: 0.0)  # built however small the gap
-    monkeypatch.setattr(dominating, "_STRATEGY_WORK", 0.0)
+    monkeypatch.setattr(wc_mixed, "relative_target", lambda rounds: 0.0)  # built however small the gap
+    monkeypatch.setattr(wc_witnesses, "_STRATEGY_WORK", 0.0)
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(ps.ShuffledBinaryRR(3, 0.05), 1).certified_pld()
     assert _strategy_composites(pld) == []
     lower, upper = pld.delta_bounds(EPS)
@@ -588,7 +591,7 @@ def test_strategy_witnesses_beyond_their_work_cap_are_left_out(monkeypatch):
 def test_a_strategy_witness_over_the_memory_cap_is_left_out(monkeypatch):
     """The strategy witnesses' compositions are optional: over the memory cap they are left out and the
     ledger is still answered."""
-    from pldshuffle.certified import CertifiedPLD, MemoryBudgetError
+    from pldshuffle.pld import CertifiedPLD, MemoryBudgetError
 
     composite = CertifiedPLD._composite
 
@@ -598,7 +601,7 @@ def test_a_strategy_witness_over_the_memory_cap_is_left_out(monkeypatch):
         return composite(self, combo, upper=upper, index=index)
 
     monkeypatch.setattr(CertifiedPLD, "_composite", refuse)
-    monkeypatch.setattr(ps.certified, "relative_target", lambda rounds: 0.0)  # built however small the gap
+    monkeypatch.setattr(wc_mixed, "relative_target", lambda rounds: 0.0)  # built however small the gap
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(ps.ShuffledBinaryRR(3, 0.05), 1).certified_pld()
     assert _strategy_composites(pld) == []
     lower, upper = pld.delta_bounds(EPS)
@@ -608,14 +611,15 @@ def test_a_strategy_witness_over_the_memory_cap_is_left_out(monkeypatch):
 def test_a_product_lower_end_over_the_memory_cap_is_left_out(monkeypatch):
     """The product lower end is optional: where its composition would exceed the memory cap the ledger is
     answered by the witnesses' composition alone, never refused."""
-    from pldshuffle.certified import CertifiedPLD, MemoryBudgetError
+    from pldshuffle.pld import MemoryBudgetError
+    from pldshuffle.worstcase.ledger import LedgerPLD
 
     def refuse(self, strategy, combo):
         raise MemoryBudgetError("over the cap")
 
-    monkeypatch.setattr(CertifiedPLD, "_product_lower", refuse)
+    monkeypatch.setattr(LedgerPLD, "_product_lower", refuse)
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(ps.ShuffledBinaryRR(3, 0.05), 1).certified_pld()
-    assert not any(isinstance(c, ps.lattice.ProductLower) for c in pld._composites("lower"))
+    assert not any(isinstance(c, ps.pld.composites.ProductLower) for c in pld._composites("lower"))
     lower, upper = pld.delta_bounds(EPS)
     assert np.all(lower <= upper)
 
@@ -627,7 +631,7 @@ def test_the_product_lower_end_reads_tail_masses_below_the_exact_ones():
     rounds = 2
     pld = ps.FourierAccountant().compose(ps.ShuffledBinaryRR(4, 2.0), 2).compose(
         ps.ShuffledKRR(4, 3, gamma=0.5, adversary="strong"), rounds).certified_pld()
-    products = [c for c in pld._composites("lower") if isinstance(c, ps.lattice.ProductLower)]
+    products = [c for c in pld._composites("lower") if isinstance(c, ps.pld.composites.ProductLower)]
     assert len(products) == 2
     pair = ref.compose(ref.pair_krr_strong(4, 3, 0.5), rounds)
     exact = []

@@ -154,7 +154,7 @@ def test_lattice_measures_hold_for_any_losses_within_the_error(seed):
     """Connect-the-dots of the losses raised by ``loss_error`` dominates the losses all raised; the merged
     and the rounded lower measures carry the error and, read that much further right, are dominated by the
     losses all lowered (exact sums, at and between lattice points)."""
-    from pldshuffle.lattice import lower_direction, upper_direction
+    from pldshuffle.pld.lattice import lower_direction, upper_direction
 
     rng = np.random.default_rng(seed)
     spacing = 10.0 ** rng.uniform(-3, -1)

@@ -38,7 +38,7 @@ def hockey_stick_profile(masses: NDArray[np.float64], spacing: float) -> tuple[N
     return _profile(np.ascontiguousarray(masses, dtype=np.float64), float(np.exp(-spacing)))
 
 
-@_jit(nogil=True)  # run by several threads at once (pldshuffle.fft.map_row_ranges)
+@_jit(nogil=True)  # run by several threads at once (pldshuffle.pld.fft.map_row_ranges)
 def _max_shifted_sum(
     worst: np.ndarray, values: np.ndarray, offset: int, add: np.ndarray, scalar: float, chosen: np.ndarray, index: int
 ) -> None:  # pragma: no cover - jitted
@@ -305,7 +305,7 @@ def merge_to_lattice(
     whose merged loss ``log(ΣP/ΣQ)`` is exactly the lattice point ``z`` below the group's first atom:
     in ``u = e^{-s}`` the group's ``P``-weighted mean is ``e^{-z}``.  Merging outcomes is post-processing,
     so such groups are dominated by the PLD in every composition: a mean-preserving *contraction* of
-    ``u``, the mirror image of :func:`connect_the_dots` (see :mod:`pldshuffle.grid`).  A group only merges
+    ``u``, the mirror image of :func:`connect_the_dots` (see :mod:`pldshuffle.pld.discretize`).  A group only merges
     atoms within ``reach`` lattice steps of its point (where atoms are sparse, merging distant ones would
     shrink the loss's spread, a first-order error in ε after many rounds); a group that cannot be
     balanced that way -- and the last one (lowest losses), unless fractions of the merged masses above
@@ -347,7 +347,7 @@ def connect_the_dots(losses: NDArray[np.float64], masses: NDArray[np.float64], s
 
     The mass ``m`` at a loss ``s = (j + f)·spacing`` (``f ∈ [0, 1)``) is split between ``z_j`` and
     ``z_{j+1}``, the share ``m·(e^{-f·Δ} - 1)/(e^{-Δ} - 1)`` going up, so that both the mass and the
-    ``e^{-s}``-moment are preserved (see :mod:`pldshuffle.grid`).  O(N) in one pass.
+    ``e^{-s}``-moment are preserved (see :mod:`pldshuffle.pld.discretize`).  O(N) in one pass.
     """
     _compiled()
     if losses.size == 0:

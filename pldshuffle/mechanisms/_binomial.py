@@ -20,6 +20,7 @@ from .._kernels import two_binomial_cuts
 __all__ = [
     "binomial_cdf",
     "binomial_logpmf",
+    "binomial_logpmf_within",
     "binomial_pmf",
     "binomial_sf",
     "binomial_window",
@@ -150,7 +151,8 @@ def _quantile_guesses(trials: NDArray[np.int64], prob: float, half: NDArray[np.f
     return np.where(bad, np.nan, low), np.where(bad, np.nan, high)
 
 
-def _narrow(a: NDArray[np.int64], b: NDArray[np.int64], guess: NDArray[np.float64], holds, *, keep_true_at_low: bool) -> None:
+def _narrow(a: NDArray[np.int64], b: NDArray[np.int64], guess: NDArray[np.float64],
+            holds: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]], *, keep_true_at_low: bool) -> None:
     """Shrink bisection brackets ``[a, b]`` in place to ``guess ± _GUESS_REACH`` where two evaluations of
     the monotone predicate ``holds(k, act)`` confirm that the answer lies inside.
 
@@ -222,3 +224,14 @@ def two_binomial_tails(ones: int, zeros: int, prob: float, tail_mass: float) -> 
     """
     cut_lo, cut_hi = two_binomial_cuts(int(ones), int(zeros), math.log(prob), math.log1p(-prob), math.log(tail_mass / 2.0) - 1e-6)
     return int(cut_lo), int(cut_hi)
+
+
+def binomial_logpmf_within(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob: float) -> NDArray[np.float64]:
+    """``log Bin(trials, prob)(k)`` (:func:`binomial_logpmf`), ``-inf`` outside ``0 <= k <= trials`` (and for negative trials)."""
+    k = np.asarray(k, dtype=np.int64)
+    trials_arr = np.broadcast_to(np.asarray(trials, dtype=np.int64), k.shape)
+    out = np.full(k.shape, -np.inf)
+    ok = (k >= 0) & (k <= trials_arr)
+    if np.any(ok):
+        out[ok] = binomial_logpmf(k[ok], trials_arr[ok], prob)
+    return out

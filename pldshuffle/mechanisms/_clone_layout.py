@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U, clone_fill_support, clone_loss_range, clone_stream, num_threads
-from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
+from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
-from ._lattice import lattice_distributions, lattice_window, stream_in_pieces
+from ..pld.discretize import lattice_distributions
+from ._lattice import lattice_window, stream_in_pieces
 
 __all__ = [
     "EXACT_SUPPORT_LIMIT",
@@ -26,6 +28,7 @@ __all__ = [
     "POINT_SECONDS",
     "STREAM_GRID_BINS",
     "Layout",
+    "direction_from_log_masses",
     "exact_pair",
     "layout",
     "layout_bounds",
@@ -137,7 +140,7 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
         a_lo, a_hi = lo, hi + 1
         u = 2.0 * w * em1 / ((e + 1.0) * totals)
         v = 2.0 * w / (e + 1.0)
-        kappa = np.zeros(totals.size)
+        kappa: NDArray[np.float64] = np.zeros(totals.size)
         constants = (e, em1, e, 1.0)
     else:
         totals = np.arange(clo, chi + 2, dtype=np.int64)
@@ -148,7 +151,7 @@ def layout(num_users: int, ratio: float, ratio_m1: float, clone_probability: flo
         w_prev = binomial_pmf(totals - 1, n - 1, pc)
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(totals > 0, 2.0 * q * w_prev / totals, 0.0)
-            kappa = (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0)
+            kappa = cast(NDArray[np.float64], (n - totals) * (pc / (2.0 * (1.0 - pc))) if pc < 1.0 else np.where(totals < n, np.inf, 0.0))
         v = one_q * w_t
         kappa = np.asarray(kappa, dtype=np.float64)
         constants = (e, e, e, 0.0)
@@ -208,4 +211,18 @@ def _streamed_pairs(lay: Layout, bins: int, label: str) -> tuple[PrivacyLossPair
     return (
         PrivacyLossPair(lower, None, label=label + note + ", cell-wise mean-preserving contraction (lower bound)"),
         PrivacyLossPair(upper, None, label=label + note + ", mean-preserving spread (upper bound)"),
+    )
+
+
+def direction_from_log_masses(log_num: NDArray[np.float64], log_den: NDArray[np.float64], truncated: float) -> LossDistribution:
+    """PLD of ``num/den`` from log masses: finite losses where both are positive, infinity mass where ``den = 0``."""
+    finite = np.isfinite(log_num) & np.isfinite(log_den)
+    infinite = np.isfinite(log_num) & ~np.isfinite(log_den)
+    infinity = float(np.exp(log_num[infinite]).sum()) if np.any(infinite) else 0.0
+    # The log-masses are Boost's pmfs (within MASS_RTOL, relative) combined by a few roundings each; their
+    # common factor (the others' labels) cancels.
+    largest = float(np.max(np.maximum(np.abs(log_num[finite]), np.abs(log_den[finite])), initial=0.0))
+    return LossDistribution(
+        log_num[finite] - log_den[finite], np.exp(log_num[finite]), infinity_mass=min(infinity, 1.0), truncated_mass=truncated,
+        loss_error=log_ratio_error(largest, MASS_RTOL),
     )

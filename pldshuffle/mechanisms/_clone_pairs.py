@@ -19,7 +19,7 @@ from .base import DEFAULT_TAIL_MASS
 __all__ = ["clone_pair", "clone_pair_bounds", "clone_support_size"]
 
 
-def _check_args(num_users, local_epsilon, clone_probability, tail_mass, variant) -> tuple[int, float, float, float, str]:
+def _check_args(num_users: object, local_epsilon: object, clone_probability: object, tail_mass: object, variant: str) -> tuple[int, float, float, float, str]:
     n = check_num_users(num_users)
     eps0 = check_positive_finite("local_epsilon", local_epsilon)
     if eps0 > MAX_LOCAL_EPSILON:
@@ -132,7 +132,7 @@ def clone_pair_bounds(
       mean-preserving *contraction*.
 
     δ after any number of compositions is ``E[(1 - e^ε Π U_i)_+]``, convex in each ``U_i``, so by
-    Jensen ``δ_lower ≤ δ_pair ≤ δ_upper`` for every number of rounds (cf. :mod:`pldshuffle.grid`).
+    Jensen ``δ_lower ≤ δ_pair ≤ δ_upper`` for every number of rounds (cf. :mod:`pldshuffle.pld.discretize`).
     Both errors are second order in ``h`` (relative ε error ~1e-8 at the default ``bins``).  Both
     carry the exact infinity mass and the booked truncated mass.
 

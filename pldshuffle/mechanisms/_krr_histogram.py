@@ -15,7 +15,7 @@ from .._kernels import UNIT_ROUNDOFF as _U, bin_points
 from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
 from ._binomial import binomial_logpmf
 from ._krr_support import EXACT_SUPPORT_LIMIT, MAX_SUPPORT_POINTS, STREAM_GRID_BINS, refusal, tilted_windows
-from ._lattice import lattice_distributions
+from ..pld.discretize import lattice_distributions
 
 __all__ = ["common_value_pairs"]
 
@@ -59,8 +59,8 @@ def common_value_pairs(
     if total > MAX_SUPPORT_POINTS:
         raise ValueError(refusal(context + " (common-value dataset pair)", f"{total:,} support points", tail_mass, advice))
 
-    def rows(first: int, stop: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """``(log P, log f, …)`` of the points of rows ``first .. stop-1``."""
+    def rows(first: int, stop: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(log P, log f)`` of the points of rows ``first .. stop-1``."""
         w = widths[first:stop]
         row = np.repeat(np.arange(first, stop), w)
         h2 = h_lo[row] + np.arange(int(w.sum())) - np.repeat(np.cumsum(w) - w, w)

@@ -1,18 +1,7 @@
-"""Strict lower/upper loss distributions from a support streamed onto a fine loss lattice.
+"""Streaming a support onto a fine loss lattice, in pieces with progress reports.
 
-A streaming kernel records, for every cell ``[z_j, z_{j+1})`` of the lattice ``z_j = j·h``, the P-mass
-``M_j`` of the outcomes whose loss lies in it and their tilt ``T_j = Σ m·expm1(-(s - z_j))``
-(``∈ [M_j·expm1(-h), 0]``), i.e. the ``e^{-s}``-moment relative to the cell's left end.  From these:
-
-* the *upper* distribution splits ``M_j`` between ``z_j`` and ``z_{j+1}`` keeping mass and
-  ``e^{-s}``-moment -- a mean-preserving *spread* of ``U = e^{-L}``;
-* the *lower* distribution puts ``M_j`` at the one loss in the cell with the same ``e^{-s}``-moment -- a
-  mean-preserving *contraction* (the same as merging the cell's outcomes into one, a post-processing).
-
-δ after any number of compositions is ``E[(1 - e^ε Π U_i)_+]``, convex in each round's ``U_i``, so by
-Jensen ``δ_lower ≤ δ_exact ≤ δ_upper`` for every number of rounds (cf. :mod:`pldshuffle.grid`); both
-errors are second order in ``h``.  Rounding of the moment is covered by moving a relative ``1e-12`` of
-each share towards the safe side (upper: to ``z_{j+1}``; lower: the atom towards ``z_j``).
+The cells' discretisation (a spread above, a contraction below) is
+:func:`pldshuffle.pld.discretize.lattice_distributions`.
 """
 
 from __future__ import annotations
@@ -23,13 +12,10 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from .._kernels import UNIT_ROUNDOFF as _U
-from ..pld import LossDistribution
 from .._reporting import build_progress
 
-__all__ = ["PIECE_POINTS", "lattice_distributions", "lattice_window", "pieces", "stream_in_pieces"]
+__all__ = ["PIECE_POINTS", "lattice_window", "pieces", "stream_in_pieces"]
 
-_ROUNDING = 1e-12
 #: Points streamed per kernel call: longer streams go in pieces, with a progress report between them
 #: (~0.5-2.5 s each on 2 cores).
 PIECE_POINTS = 100_000_000
@@ -89,35 +75,3 @@ def stream_in_pieces(
     if misplaced:
         raise RuntimeError(f"internal error: {misplaced} losses fell outside the streaming lattice")
     return sums, infinity
-
-
-def lattice_distributions(
-    cell_mass: NDArray[np.float64],
-    cell_tilt: NDArray[np.float64],
-    spacing: float,
-    j0: int,
-    infinity_mass: float,
-    truncated_mass: float,
-    loss_error: float,
-) -> tuple[LossDistribution, LossDistribution]:
-    """``(lower, upper)`` loss distributions of the cells ``j = j0 .. j0 + len(cell_mass) - 1``.
-
-    Both carry ``infinity_mass`` and ``truncated_mass`` unchanged, and ``loss_error`` (that of the streamed
-    points' losses) plus the lattice points' rounding: spreading or contracting points whose exact losses
-    are within ``loss_error`` of theirs gives measures within it of those of the exact points.  O(cells).
-    """
-    size = cell_mass.size
-    grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
-    # Upper: share of M_j moved to z_{j+1} so that mass and e^{-s}-moment are kept (rounded up).
-    share = np.clip(cell_tilt / math.expm1(-spacing) * (1.0 + _ROUNDING), 0.0, cell_mass)
-    up = np.append(cell_mass - share, 0.0)
-    up[1:] += share
-    # Lower: one atom per cell at the conditional mean of e^{-s} (rounded down).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0)) * (1.0 - _ROUNDING)
-    offset = np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
-    infinity = min(float(infinity_mass), 1.0)
-    error = loss_error + 4.0 * _U * (1.0 + float(np.max(np.abs(grid))))
-    lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=truncated_mass, loss_error=error)
-    upper = LossDistribution(grid, up, infinity_mass=infinity, truncated_mass=truncated_mass, loss_error=error)
-    return lower, upper

@@ -72,7 +72,11 @@ class Cell:
     @cached_property
     def upper(self) -> PrivacyLossPair:
         """Pair dominating every dataset of the cell (the first member for an enumerated cell)."""
-        return self.members[0] if self._make_upper is None else self._make_upper()
+        if self._make_upper is not None:
+            return self._make_upper()
+        members = self.members
+        assert members is not None  # a cell without make_upper enumerates its members
+        return members[0]
 
     @property
     def has_own_lower(self) -> bool:
@@ -83,7 +87,9 @@ class Cell:
     def lower(self) -> PrivacyLossPair:
         """Pair of one dataset of the cell (a lower bound on the cell's worst case)."""
         if self._make_members is not None:
-            return self.members[0]
+            members = self.members
+            assert members is not None  # built by _make_members
+            return members[0]
         return self.upper if self._make_lower is None else self._make_lower()
 
     def release_lower(self) -> None:

@@ -254,7 +254,7 @@ def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[n
     for trials in (ones, zeros):
         # One more point each side than the tail needs: an outcome next to the window's end may carry most
         # of the mass of the other hypothesis (e.g. a one-point window when p is tiny).
-        lo, pmf, d, error = binomial_walk(trials, p, lambda k, t=trials: binomial_pmf(k, t, p), _INNER_TAIL)
+        lo, pmf, d, error = binomial_walk(trials, p, _pmf_of(trials, p), _INNER_TAIL)
         flips.append((lo, lo + pmf.size - 1, pmf))
         dropped, errors = dropped + d, errors + error
     (lo1, hi1, flipped), (lo0, hi0, raised) = flips
@@ -283,6 +283,11 @@ def _noise(ones: int, zeros: int, p: float, tail_mass: float) -> tuple[NDArray[n
     below = (cdf[first - 1] if first > 0 else 0.0) + dropped
     above = sf[last + 1] if last + 1 < noise.size else 0.0
     return noise[first : last + 1], below, above
+
+
+def _pmf_of(trials: int, p: float) -> Callable[[NDArray[np.int64]], NDArray[np.float64]]:
+    """The binomial(``trials``, ``p``) pmf as a function of the outcomes (for :func:`~pldshuffle._kernels.binomial_walk`)."""
+    return lambda k: binomial_pmf(k, trials, p)
 
 
 def _pair_from_noise(

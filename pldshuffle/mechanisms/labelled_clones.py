@@ -61,11 +61,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _clone_layout as _ck
+from ._clone_layout import direction_from_log_masses
 from .._validation import check_int, check_num_users, check_probability, check_real
-from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
+from ..pld import PrivacyLossPair
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf
 from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
-from ._binomial import binomial_logpmf, binomial_window, binomial_windows
+from ._binomial import binomial_logpmf_within, binomial_window, binomial_windows
 from .base import DEFAULT_TAIL_MASS
 
 __all__ = ["MAX_ENUMERATED_SUPPORT", "MAX_EXACT_COUNTS", "LabelledClonePair"]
@@ -378,44 +379,19 @@ class LabelledClonePair:
         T = np.repeat(totals, sizes)
         a = np.repeat(a_lo - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(support)
         rho = self.r0 / s if s > 0.0 else 0.5
-        log_w = _log_binom(T - 1, n - 1, s)  # others labelled T-1, victim labelled
-        left, right = _log_binom(a - 1, T - 1, rho), _log_binom(a, T - 1, rho)  # victim 0 / victim 1
+        log_w = binomial_logpmf_within(T - 1, n - 1, s)  # others labelled T-1, victim labelled
+        left, right = binomial_logpmf_within(a - 1, T - 1, rho), binomial_logpmf_within(a, T - 1, rho)  # victim 0 / victim 1
         with np.errstate(divide="ignore"):
             log_u, log_v = math.log(u) if u > 0 else -math.inf, math.log(v) if v > 0 else -math.inf
             log_p = log_w + np.logaddexp(log_u + left, log_v + right)
             log_q = log_w + np.logaddexp(log_v + left, log_u + right)
             if g > 0.0:
-                resid = math.log(g) + _log_binom(T, n - 1, s) + _log_binom(a, T, rho)
+                resid = math.log(g) + binomial_logpmf_within(T, n - 1, s) + binomial_logpmf_within(a, T, rho)
                 log_p, log_q = np.logaddexp(log_p, resid), np.logaddexp(log_q, resid)
         # Masses below the smallest double underflow; book their (negligible) total as truncated.
         lost = support * float(np.finfo(np.float64).smallest_subnormal)
         label = self.describe()
-        forward = _direction(log_p, log_q, min(1.0, dropped + lost))
+        forward = direction_from_log_masses(log_p, log_q, min(1.0, dropped + lost))
         if self.is_symmetric:
             return PrivacyLossPair(forward, None, label=label)
-        return PrivacyLossPair(forward, _direction(log_q, log_p, min(1.0, dropped + lost)), label=label)
-
-
-def _log_binom(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob: float) -> NDArray[np.float64]:
-    """``log Bin(trials, prob)(k)``, ``-inf`` outside ``0 <= k <= trials`` (and for negative trials)."""
-    k = np.asarray(k, dtype=np.int64)
-    trials_arr = np.broadcast_to(np.asarray(trials, dtype=np.int64), k.shape)
-    out = np.full(k.shape, -np.inf)
-    ok = (k >= 0) & (k <= trials_arr)
-    if np.any(ok):
-        out[ok] = binomial_logpmf(k[ok], trials_arr[ok], prob)
-    return out
-
-
-def _direction(log_num: NDArray[np.float64], log_den: NDArray[np.float64], truncated: float) -> LossDistribution:
-    """PLD of ``num/den`` from log masses: finite losses where both are positive, infinity mass where ``den = 0``."""
-    finite = np.isfinite(log_num) & np.isfinite(log_den)
-    infinite = np.isfinite(log_num) & ~np.isfinite(log_den)
-    infinity = float(np.exp(log_num[infinite]).sum()) if np.any(infinite) else 0.0
-    # The log-masses are Boost's pmfs (within MASS_RTOL, relative) combined by a few roundings each; their
-    # common factor (the others' labels) cancels.
-    largest = float(np.max(np.maximum(np.abs(log_num[finite]), np.abs(log_den[finite])), initial=0.0))
-    return LossDistribution(
-        log_num[finite] - log_den[finite], np.exp(log_num[finite]), infinity_mass=min(infinity, 1.0), truncated_mass=truncated,
-        loss_error=log_ratio_error(largest, MASS_RTOL),
-    )
+        return PrivacyLossPair(forward, direction_from_log_masses(log_q, log_p, min(1.0, dropped + lost)), label=label)

@@ -24,18 +24,18 @@ sums) are booked into the upper and lower bounds so that the bracket stays stric
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import UNIT_ROUNDOFF as _U, largest_upper_profiles, profile_at_points
-from ._validation import check_probability
-from .grid import DiscretizedDirection, discretize
+from .._kernels import UNIT_ROUNDOFF as _U, profile_at_points
+from .._validation import check_probability
+from .discretize import DiscretizedDirection, discretize
 
-__all__ = ["MASS_RTOL", "SUM_RTOL", "LargestUpperProfile", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
+__all__ = ["MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
 
 #: Assumed relative accuracy of each probability mass (Boost's binomial pmf: ≤ 5e-12 up to 1e8 trials).
 MASS_RTOL = 1e-10
@@ -165,6 +165,8 @@ class LossDistribution:
         at ``ε - loss_error``: every exact loss is at most ``loss_error`` above the computed one, and ``H``
         is non-decreasing in each loss.  O(N + K) for K points.
         """
+        from .profiles import LargestUpperProfile  # profiles imports this module
+
         return LargestUpperProfile((self,))(epsilon)
 
     def hockey_stick_upper_swept(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -189,7 +191,7 @@ class LossDistribution:
 
     def discretize(self, spacing: float) -> DiscretizedDirection:
         """Upper (connect-the-dots, of the losses raised by ``loss_error``) and lower (merged or rounded-down,
-        carrying ``loss_error``) grid PLDs on ``z_j = j·spacing`` (:func:`~pldshuffle.grid.discretize`); O(N)."""
+        carrying ``loss_error``) grid PLDs on ``z_j = j·spacing`` (:func:`~pldshuffle.pld.discretize.discretize`); O(N)."""
         return discretize(self.losses, self.masses, self.infinity_mass, self.truncated_mass, spacing, self.loss_error)
 
     def hockey_stick_bounds(self, epsilon: ArrayLike, *, cache: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -260,55 +262,6 @@ class LossDistribution:
         upper, slack = self._upper_with_slack(finite, eps, cache)
         lower = np.maximum(finite * (1.0 - MASS_RTOL) - slack, 0.0) + self.infinity_mass * (1.0 - MASS_RTOL)
         return lower, upper
-
-
-class LargestUpperProfile:
-    """Strict upper bound on the largest hockey-stick curve of several directions at ascending ``ε``: the
-    bound of :meth:`LossDistribution.hockey_stick_upper_sorted` for each, their maximum taken in few kernel
-    calls (an envelope reads hundreds of directions at a few points per step, where one call per direction
-    cost more than the sweeps).  Neighbouring supports of at most ``_GROUPED_SUPPORT`` losses are
-    concatenated once, at construction, into groups of at most ``_GROUP_POINTS`` losses; a larger support
-    is read where it is: its sweep outweighs a call, and copies of every support held a second cover's
-    worth of memory (2RR n = 1e6, ε0 = 0.5, 365 rounds: 1616 cells of ~9000 outcomes, a 450 MB spike).
-    O(Σ support + directions × points) per call."""
-
-    _GROUP_POINTS = 2**15
-    _GROUPED_SUPPORT = 2**10
-
-    def __init__(self, directions: Sequence[LossDistribution]) -> None:
-        self._groups: list[tuple] = []
-        group: list[LossDistribution] = []
-        held = 0  # losses in ``group``
-        for d in directions:
-            if d.losses.size > self._GROUPED_SUPPORT:
-                self._groups.append(self._group([d]))
-                continue
-            if group and held + d.losses.size > self._GROUP_POINTS:
-                self._groups.append(self._group(group))
-                group, held = [], 0
-            group.append(d)
-            held += d.losses.size
-        if group:
-            self._groups.append(self._group(group))
-
-    @staticmethod
-    def _group(directions: list[LossDistribution]) -> tuple:
-        """The kernel's arrays for ``directions``: supports (concatenated if several), starts, parameters."""
-        if len(directions) == 1:
-            losses, masses = directions[0].losses, directions[0].masses
-        else:
-            losses, masses = np.concatenate([d.losses for d in directions]), np.concatenate([d.masses for d in directions])
-        starts = np.cumsum([0] + [d.losses.size for d in directions], dtype=np.int64)
-        params = (np.array([getattr(d, name) for d in directions], dtype=np.float64) for name in ("loss_error", "infinity_mass", "truncated_mass"))
-        return (losses, masses, starts, *params)
-
-    def __call__(self, epsilon: NDArray[np.float64]) -> NDArray[np.float64]:
-        eps = np.asarray(epsilon, dtype=np.float64)
-        points = np.ascontiguousarray(eps.ravel())
-        out = np.zeros(points.size)
-        for group in self._groups:
-            np.maximum(out, largest_upper_profiles(*group, points, MASS_RTOL), out=out)
-        return out.reshape(eps.shape)
 
 
 def infinity_apart(
