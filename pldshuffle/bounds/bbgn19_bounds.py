@@ -32,13 +32,13 @@ import numpy as np
 
 from .._validation import check_delta, check_int
 from ..mechanisms._binomial import binomial_logpmf  # the accurate log-pmf (Boost), not gammaln differences
+from ..pld.inversion import first_crossing
 from ._common import (
     BoundResult,
     check_flag,
     check_linear_users,
     check_target_epsilon,
     epsilon_grid,
-    first_crossing,
     log1mexp,
     log_bennett_h,
     log_expm1,

@@ -40,11 +40,11 @@ import math
 import numpy as np
 
 from .._validation import check_choice, check_delta, check_int
+from ..pld.inversion import first_crossing
 from ._common import (
     BoundResult,
     check_local_epsilon,
     check_target_epsilon,
-    first_crossing,
     no_guarantee,
     plain_float,
 )
