@@ -21,7 +21,7 @@ dp-accounting's own unreported rounding errors.)  The export is therefore an upp
 own rounding), and is passed with ``symmetric=False`` unless the pair is declared symmetric.
 
 Which pair: worst cases over datasets
-------------------------------------
+-------------------------------------
 A mechanism's guarantee may be the worst case over many dataset pairs (e.g. ``ShuffledBinaryRR(n, ε0)``,
 whose default ``dataset="worst"`` ranges over every dataset).  One dp-accounting distribution cannot hold a
 maximum over pairs, and no single dataset pair is a guarantee: composed over rounds whose data may change,
