@@ -85,11 +85,11 @@ class CalibrationResult(JsonRecord):
     #: Keys of :meth:`to_dict`: ``bracket`` is ``[passing, failing]`` (``failing`` ``null`` when the search
     #: limit passed), ``mechanism`` is ``{"type": class name, "description": describe(), "parameters": {...}}``
     #: and ``bounds`` is :meth:`EpsilonBounds.to_dict`.  Non-finite numbers are strings (``"inf"``).
-    record_keys = ("parameter", "value", "bracket", "rounds", "target_epsilon", "target_delta", "mechanism", "bounds")
+    _record_keys = ("parameter", "value", "bracket", "rounds", "target_epsilon", "target_delta", "mechanism", "bounds")
 
-    def record_value(self, key: str, value: Any) -> Any:
+    def _record_value(self, key: str, value: Any) -> Any:
         if key != "mechanism":
-            return super().record_value(key, value)
+            return super()._record_value(key, value)
         parameters: dict[str, Any] = (
             {f.name: getattr(value, f.name) for f in dataclasses.fields(value)} if dataclasses.is_dataclass(value) else {}
         )

@@ -112,21 +112,21 @@ def _repr(name: str, lower: Any, upper: Any, query: str, value: Any, is_guarante
 
 
 class JsonRecord:
-    """The base of every result: serialises itself as the attributes named by ``record_keys``.
+    """The base of every result: serialises itself as the attributes named by ``_record_keys``.
 
-    Subclasses set the class attribute ``record_keys`` (fields, properties or class attributes, in the
-    order the record lists them) and may override :meth:`record_value` to convert one of them.
+    Subclasses set the class attribute ``_record_keys`` (fields, properties or class attributes, in the
+    order the record lists them) and may override :meth:`_record_value` to convert one of them.
     """
 
-    record_keys: ClassVar[tuple[str, ...]] = ()
+    _record_keys: ClassVar[tuple[str, ...]] = ()
 
-    def record_value(self, key: str, value: Any) -> Any:
+    def _record_value(self, key: str, value: Any) -> Any:
         """How attribute ``key`` is written (default: as it is; nested results become their dict)."""
         return value.to_dict() if isinstance(value, JsonRecord) else value
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary of the ``record_keys``; non-finite numbers as strings (:func:`json_safe`)."""
-        record: dict[str, Any] = json_safe({key: self.record_value(key, getattr(self, key)) for key in self.record_keys})
+        """JSON-safe dictionary of the ``_record_keys``; non-finite numbers as strings (:func:`json_safe`)."""
+        record: dict[str, Any] = json_safe({key: self._record_value(key, getattr(self, key)) for key in self._record_keys})
         return record
 
     def to_json(self, **kwargs: Any) -> str:
@@ -142,7 +142,9 @@ class EpsilonBounds(JsonRecord):
     warns with :class:`NotAGuaranteeWarning` when ``is_guarantee`` is false).  ``upper`` is ``inf`` when
     ``target_delta`` is below the composed mass of infinite privacy loss (no finite ε is certified
     there).  ``diagnostics`` records the grid, the error terms and the FFT backend, so a user can see
-    where the width comes from.  ``lower, upper = bounds`` unpacks the bracket.
+    where the width comes from.  ``lower, upper = bounds`` unpacks the bracket.  ``to_dict()`` /
+    ``to_json()`` write ``quantity`` (``"epsilon"``), ``lower``, ``upper``, ``target_delta``,
+    ``relative_gap``, ``is_guarantee``, ``caveats`` and ``diagnostics`` (non-finite numbers as strings).
     """
 
     lower: float
@@ -153,7 +155,7 @@ class EpsilonBounds(JsonRecord):
     diagnostics: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     quantity: ClassVar[str] = "epsilon"
-    record_keys = ("quantity", "lower", "upper", "target_delta", "relative_gap", "is_guarantee", "caveats", "diagnostics")
+    _record_keys = ("quantity", "lower", "upper", "target_delta", "relative_gap", "is_guarantee", "caveats", "diagnostics")
 
     def __iter__(self) -> Iterator[float]:
         yield self.lower
@@ -190,6 +192,8 @@ class DeltaBounds(JsonRecord):
 
     ``float(bounds)`` returns ``upper`` for a single ε (and warns with :class:`NotAGuaranteeWarning`
     when ``is_guarantee`` is false); for several ε it raises ``TypeError`` (use ``bounds.upper``).
+    ``to_dict()`` / ``to_json()`` write ``quantity`` (``"delta"``), ``lower``, ``upper``, ``target_epsilon``
+    (numbers, or lists for array input), ``is_guarantee``, ``caveats`` and ``diagnostics``.
     """
 
     lower: Any
@@ -200,7 +204,7 @@ class DeltaBounds(JsonRecord):
     diagnostics: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     quantity: ClassVar[str] = "delta"
-    record_keys = ("quantity", "lower", "upper", "target_epsilon", "is_guarantee", "caveats", "diagnostics")
+    _record_keys = ("quantity", "lower", "upper", "target_epsilon", "is_guarantee", "caveats", "diagnostics")
 
     def __iter__(self) -> Iterator[Any]:
         yield self.lower

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-__all__ = ["MECHANISMS", "RELATIONS", "Registered", "by_class_name", "by_cli_name", "cli_mechanisms"]
+__all__ = ["MECHANISMS", "RELATIONS", "Registered", "by_cli_name", "cli_mechanisms"]
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,3 @@ def cli_mechanisms() -> dict[str, Registered]:
 def by_cli_name(name: str) -> Registered | None:
     """The entry whose command-line kind is ``name`` (``None`` if there is none)."""
     return cli_mechanisms().get(name)
-
-
-def by_class_name(name: str) -> Registered | None:
-    """The entry of the class called ``name`` (``None`` if there is none)."""
-    return next((entry for entry in MECHANISMS if entry.class_name == name), None)
