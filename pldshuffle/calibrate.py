@@ -2,7 +2,7 @@
 
 Each function searches on the **strict upper bound** ``FourierAccountant().compose(mechanism,
 rounds).get_epsilon(target_delta)`` and returns its answer together with the
-:class:`~pldshuffle.results.EpsilonBounds` of the accountant call made at it (each value is computed once:
+:class:`~pldshuffle.EpsilonBounds` of the accountant call made at it (each value is computed once:
 the answer is a probe that met the target).
 
 The certified ε is increasing in ``local_epsilon`` and in the number of rounds and decreasing in
