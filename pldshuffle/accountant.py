@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import MAX_SPACING, check_delta, check_epsilons, check_int, check_positive_finite, check_probability
+from ._validation import MAX_SPACING, check_delta, check_epsilons, check_flag, check_int, check_positive_finite, check_probability
 from ._build import build_ledger
 from ._estimate import warn_if_slow
 from ._reporting import ProgressChannel, reporting_to
@@ -145,8 +145,7 @@ class FourierAccountant:
         """
         check_mechanism(mechanism)
         count = check_int("count", count, minimum=1)
-        if not isinstance(same_data, (bool, np.bool_)):
-            raise TypeError(f"same_data must be True or False, got {same_data!r}")
+        same_data = check_flag("same_data", same_data)
         if same_data and count > 1:
             self._same_data_calls += 1
             key = (mechanism, self._same_data_calls)
@@ -281,7 +280,9 @@ class FourierAccountant:
 
     def epsilon_curve(self, target_deltas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(lower, upper)`` arrays of certified ε brackets at each δ (one composed object)."""
-        deltas = [check_delta(d) for d in np.atleast_1d(np.asarray(target_deltas, dtype=object)).ravel()]
+        if isinstance(target_deltas, (str, bytes)):
+            raise TypeError(f"target_deltas must be an array of numbers in (0, 1), got {target_deltas!r}")
+        deltas = [check_delta(d, "target_deltas") for d in np.atleast_1d(np.asarray(target_deltas, dtype=object)).ravel()]
         if not deltas:
             raise ValueError("target_deltas must hold at least one value in (0, 1)")
         pld = self.certified_pld()
@@ -291,7 +292,7 @@ class FourierAccountant:
 
     def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(lower, upper)`` arrays of certified δ brackets at each ε (one composed object)."""
-        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons, allow_inf=True)))
+        b = self.get_delta_bounds(np.atleast_1d(check_epsilons(target_epsilons, "target_epsilons", allow_inf=True)))
         return np.asarray(b.lower), np.asarray(b.upper)
 
     def get_delta(self, target_epsilon: ArrayLike) -> Any:

@@ -36,7 +36,16 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from ._validation import check_delta, check_int, check_positive_finite, check_probability
+from ._validation import (
+    check_callable,
+    check_delta,
+    check_int,
+    check_local_epsilon,
+    check_mapping,
+    check_positive_finite,
+    check_probability,
+    show,
+)
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism, check_mechanism
 from .results import EpsilonBounds, JsonRecord
@@ -159,6 +168,21 @@ def _check_target(target_epsilon: float, target_delta: float) -> tuple[float, fl
     return check_positive_finite("target_epsilon", target_epsilon), check_delta(target_delta)
 
 
+def _check_options(accountant_options: object, progress: object) -> dict[str, Any]:
+    """``accountant_options`` as a dict that :class:`FourierAccountant` accepts (tried once, up front, so a
+    bad option is named before any probe), and ``progress`` None or callable."""
+    options = check_mapping("accountant_options", accountant_options)
+    try:
+        FourierAccountant(**options)
+    except TypeError as exc:
+        raise TypeError(f"accountant_options: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"accountant_options: {exc}") from None
+    if progress is not None:
+        check_callable("progress", progress, "called with one line of text per probe, or None")
+    return options
+
+
 def _finish(
     objective: _Objective,
     parameter: str,
@@ -207,8 +231,9 @@ def calibrate_local_epsilon(
     rounds : int
         Rounds of the mechanism composed (the same ε0 in every round).
     min_local_epsilon, max_local_epsilon : float
-        Search range.  If ``min_local_epsilon`` already fails, ``ValueError``; if ``max_local_epsilon``
-        passes it is returned with ``bracket[1] is None``.
+        Search range, within a local ε0's valid range ``(0, 500]`` and checked before any probe.  If
+        ``min_local_epsilon`` already fails, ``ValueError``; if ``max_local_epsilon`` passes it is
+        returned with ``bracket[1] is None``.
     rtol : float
         Relative width of the final bracket: the answer is within a factor ``1 + rtol`` of the true
         largest ε0 (always on the safe side).
@@ -227,13 +252,16 @@ def calibrate_local_epsilon(
     ValueError
         If the target is infeasible in the range (message names the parameters), or for bad input.
     """
+    check_callable("make_mechanism", make_mechanism, "local_epsilon -> ShuffleMechanism")
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
     rounds = check_int("rounds", rounds, minimum=1)
-    lo = check_positive_finite("min_local_epsilon", min_local_epsilon)
-    hi = check_positive_finite("max_local_epsilon", max_local_epsilon)
+    # The search range is checked whole before any probe: every probed ε0 must be a valid local ε0.
+    lo = check_local_epsilon(min_local_epsilon, "min_local_epsilon")
+    hi = check_local_epsilon(max_local_epsilon, "max_local_epsilon")
     if lo >= hi:
-        raise ValueError(f"min_local_epsilon must be < max_local_epsilon, got {lo!r} and {hi!r}")
+        raise ValueError(f"min_local_epsilon must be < max_local_epsilon, got {show(lo)} and {show(hi)}")
     rtol = check_probability("rtol", rtol)
+    accountant_options = _check_options(accountant_options, progress)
     floor = lo
     objective = _Objective(make_mechanism, lambda _: rounds, target_epsilon, target_delta,
                            accountant_options, progress, "local_epsilon")
@@ -398,10 +426,14 @@ def find_min_users(
         ``parameter="num_users"``; ``value`` meets the target and ``value - 1`` (``bracket[1]``) does
         not, unless ``value == min_users`` (then ``bracket[1] is None``).
     """
+    check_callable("make_mechanism", make_mechanism, "num_users -> ShuffleMechanism")
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
     rounds = check_int("rounds", rounds, minimum=1)
     min_users = check_int("min_users", min_users, minimum=2)
-    max_users = check_int("max_users", max_users, minimum=min_users)
+    max_users = check_int("max_users", max_users, minimum=2)
+    if min_users > max_users:
+        raise ValueError(f"min_users must be <= max_users, got {min_users} and {max_users}")
+    accountant_options = _check_options(accountant_options, progress)
     objective = _Objective(make_mechanism, lambda _: rounds, target_epsilon, target_delta,
                            accountant_options, progress, "num_users")
     passing, failing = _integer_search(objective, min_users, max_users, larger_passes=True)
@@ -443,6 +475,7 @@ def find_max_rounds(
     target_epsilon, target_delta = _check_target(target_epsilon, target_delta)
     check_mechanism(mechanism)
     max_rounds = check_int("max_rounds", max_rounds, minimum=1)
+    accountant_options = _check_options(accountant_options, progress)
     objective = _Objective(lambda _: mechanism, lambda r: r, target_epsilon, target_delta,
                            accountant_options, progress, "rounds")
     passing, failing = _integer_search(objective, 1, max_rounds, larger_passes=False)

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from ._kernels import UNIT_ROUNDOFF
-from ._validation import check_int, check_positive_finite
+from ._validation import MAX_SPACING, check_flag, check_int, check_positive_finite, check_probability, check_text
 from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
 from .results import warn_if_not_guarantee
@@ -79,6 +79,8 @@ def to_log_pmfs(direction: LossDistribution) -> tuple[dict[Any, float], dict[Any
         Natural-log masses keyed by outcome (``0..N-1`` for the finite losses, ``"P-only"`` and
         ``"Q-only"`` for the two extra outcomes; see the module notes).
     """
+    if not isinstance(direction, LossDistribution):
+        raise TypeError(f"direction must be a LossDistribution, got {type(direction).__name__}")
     losses, masses = direction.losses, direction.masses
     log_p = np.log(masses)
     log_q = log_p - losses
@@ -180,16 +182,15 @@ def to_dp_accounting(
     0.547
     """
     _, privacy_loss_distribution = _dp_accounting_pld_module()
-    check_positive_finite("value_discretization_interval", value_discretization_interval)
+    check_positive_finite("value_discretization_interval", value_discretization_interval, MAX_SPACING)
     count = check_int("count", count, minimum=1)
-    if not isinstance(same_data, (bool, np.bool_)):
-        raise TypeError(f"same_data must be True or False, got {same_data!r}")
-    if not isinstance(pessimistic_estimate, (bool, np.bool_)):
-        raise TypeError(f"pessimistic_estimate must be True or False, got {pessimistic_estimate!r}")
+    same_data = check_flag("same_data", same_data)
+    pessimistic_estimate = check_flag("pessimistic_estimate", pessimistic_estimate)
+    tail_mass = check_probability("tail_mass", tail_mass)
     pair = _single_pair(mechanism_or_pair, tail_mass)
     if pair is None:
         return _worst_case_to_dp_accounting(mechanism_or_pair, value_discretization_interval, pessimistic_estimate,  # type: ignore[arg-type]
-                                            count, bool(same_data), tail_mass)
+                                            count, same_data, tail_mass)
     if isinstance(mechanism_or_pair, ShuffleMechanism):
         family = mechanism_or_pair.pair_family(tail_mass=tail_mass)
         warn_if_not_guarantee(family.is_guarantee, family.caveats)
@@ -246,6 +247,10 @@ def certified_to_dp_accounting(pld: Any) -> Any:
     -------
     dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
     """
+    from .pld.certified import CertifiedPLD  # not the deprecated alias pldshuffle.certified
+
+    if not isinstance(pld, CertifiedPLD):
+        raise TypeError(f"pld must be a pldshuffle CertifiedPLD (FourierAccountant.certified_pld()), got {type(pld).__name__}")
     pld_pmf, privacy_loss_distribution = _dp_accounting_pld_module()
     pmfs = []
     for measure in pld.dominating_measures():
@@ -268,12 +273,21 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
 
     Raises
     ------
+    TypeError
+        If ``pld`` is not a dp-accounting ``PrivacyLossDistribution``.
     ValueError
         If the distribution was built with ``pessimistic_estimate=False`` (an optimistic estimate is not
         an upper bound and cannot enter a certified ledger).
     """
     from .mechanisms.generic import PairMechanism
 
+    _, privacy_loss_distribution = _dp_accounting_pld_module()
+    if not isinstance(pld, privacy_loss_distribution.PrivacyLossDistribution):
+        raise TypeError(
+            "pld must be a dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution, got "
+            f"{type(pld).__name__}"
+        )
+    check_text("description", description)
     directions = []
     for pmf in (pld._pmf_remove, pld._pmf_add):
         dense = pmf.to_dense_pmf()

@@ -162,7 +162,7 @@ BAD_INPUT = [
     bad(b.bbgn19_thm31_epsilon, TypeError, "strict", KRR, strict="no"),
     bad(b.bbgn19_hoeffding_epsilon, ValueError, "randomizer", BLANKET, randomizer="gauss"),
     bad(b.bbgn19_hoeffding_epsilon, ValueError, "domain_size", BLANKET, domain_size=4),
-    bad(b.bbgn19_hoeffding_epsilon, ValueError, "local_epsilon", BLANKET, local_epsilon=None),
+    bad(b.bbgn19_hoeffding_epsilon, TypeError, "local_epsilon", BLANKET, local_epsilon=None),  # a missing argument
     bad(b.bbgn19_hoeffding_epsilon, ValueError, "gamma must be < 1", KRR, gamma=1.0, randomizer="krr"),
     bad(b.bbgn19_bennett_delta, TypeError, "lemma56_as_printed", FMT, target_epsilon=0.1, lemma56_as_printed=1),
     bad(b.bbgn19_local_epsilon, ValueError, "bound", CAL, bound="chernoff"),

@@ -42,7 +42,7 @@ def _family(kind: str) -> tuple[list[PrivacyLossPair], list[dict]]:
     for d in dicts:
         keys = sorted(d)
         pairs.append(PrivacyLossPair.from_probability_mass_functions(
-            [float(d[k][0]) for k in keys], [float(d[k][1]) for k in keys]))
+            [float(d[k][0]) for k in keys], [float(d[k][1]) for k in keys], missing_mass="infinity"))
     return pairs, dicts
 
 

@@ -58,7 +58,7 @@ def test_sorted_upper_bounds_bracket_exact_profile(seed):
     p, q = rng.dirichlet(np.full(40, 0.3)), rng.dirichlet(np.full(40, 0.3))
     p[3] = 0.0  # the deficits (1 - Σ) are booked as truncated mass, at +inf in upper bounds
     q[7] = 0.0
-    pair = ps.PrivacyLossPair.from_probability_mass_functions(p, q)
+    pair = ps.PrivacyLossPair.from_probability_mass_functions(p, q, missing_mass="infinity")
     for direction, (a, b) in zip(pair.directions, ((p, q), (q, p))):
         eps = np.sort(np.concatenate([direction.losses, rng.uniform(-40, 40, 300), [-700.0, 700.0]]))
         exact = np.array([math.fsum(max(x - math.exp(e) * y, 0.0) for x, y in zip(a, b)) for e in eps])

@@ -262,7 +262,7 @@ def test_bad_types():
         KaryRR(3, "1")
     with pytest.raises(TypeError, match="domain_size"):
         OUE("3", 1.0)
-    with pytest.raises(TypeError, match="matrix"):
+    with pytest.raises(TypeError, match="probabilities"):
         Finite(object())
 
 

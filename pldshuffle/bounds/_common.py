@@ -20,19 +20,39 @@ from typing import Any
 import numpy as np
 
 from .._krr_gamma import krr_gamma, krr_local_epsilon
-from .._validation import check_epsilon, check_int, check_positive_finite, check_probability
+from .._validation import (
+    check_epsilon,
+    check_flag,
+    check_int,
+    check_positive_finite,
+    check_probability,
+    check_real_array,
+    show,
+)
+from .._validation import check_local_epsilon as check_shared_local_epsilon
 
-__all__ = ["BoundResult"]
+__all__ = ["BoundResult", "check_flag"]
 
 #: Largest ``num_users`` of the baselines that sum over every count ``0..n`` (O(n) memory and time per
 #: evaluation: ~0.8 GB per array at the limit); larger requests are refused up front.
 MAX_LINEAR_USERS = 10**8
 
 
+#: Largest ``num_users`` of the closed-form baselines: their formulas are O(1) in n and stay finite well
+#: beyond any population (the accountant's mechanisms stop at 2**53); larger integers are refused, not
+#: left to overflow inside a formula.
+MAX_ANALYTIC_USERS = 10**18
+
+
+def check_analytic_users(num_users: object, minimum: int = 1) -> int:
+    """``num_users`` of a closed-form baseline as an int in ``[minimum, MAX_ANALYTIC_USERS]``."""
+    return check_int("num_users", num_users, minimum=minimum, maximum=MAX_ANALYTIC_USERS)
+
+
 def check_linear_users(num_users: object, what: str, alternative: str) -> int:
     """``num_users`` as an int in ``[1, MAX_LINEAR_USERS]`` for a baseline that sums over every count
     (``what`` names it, ``alternative`` says what to use instead); ``ValueError`` otherwise."""
-    n = check_int("num_users", num_users)
+    n = check_analytic_users(num_users)
     if n > MAX_LINEAR_USERS:
         raise ValueError(
             f"{what} sums over all num_users + 1 counts (O(n) memory); num_users must be <= {MAX_LINEAR_USERS:.0e}, "
@@ -162,20 +182,17 @@ def epsilon_grid(local_epsilon: float, num: int = 200) -> np.ndarray:
 
 
 def check_local_epsilon(value: object) -> float:
-    """``local_epsilon`` (ε0 of the local randomizer) in ``(0, inf)``."""
-    return check_positive_finite("local_epsilon", value)
+    """``local_epsilon`` (ε0 of the local randomizer) in ``(0, 500]``, the library's one range for ε0
+    (beyond it e^ε0 leaves double precision and no bound amplifies anything)."""
+    return check_shared_local_epsilon(value)
 
 
-def check_alpha(alpha: object) -> np.ndarray:
-    """RDP order(s) ``alpha``: finite reals > 1 (scalar or array), returned as a float array."""
-    values = np.asarray(alpha)
-    if values.dtype == bool or not (
-        np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)
-    ):
-        raise TypeError(f"alpha must be a real number or an array of them, got {alpha!r}")
-    values = values.astype(float)
-    if values.size == 0 or not np.all(np.isfinite(values) & (values > 1.0)):
-        raise ValueError(f"alpha must be finite and > 1 (RDP order), got {alpha!r}")
+def check_alpha(alpha: object, maximum: float = math.inf) -> np.ndarray:
+    """RDP order(s) ``alpha``: finite reals in ``(1, maximum]`` (scalar or array), returned as a float array."""
+    values = check_real_array("alpha", alpha)
+    if values.size == 0 or not np.all(np.isfinite(values) & (values > 1.0) & (values <= maximum)):
+        upper = "" if maximum == math.inf else f" and <= {maximum:g}"
+        raise ValueError(f"alpha must be finite and > 1{upper} (RDP order), got {show(alpha)}")
     return values
 
 
@@ -195,13 +212,6 @@ def krr_parameters(domain_size: object, gamma: object, local_epsilon: object) ->
         return k, g, krr_local_epsilon(k, g)
     eps0 = check_local_epsilon(local_epsilon)
     return k, krr_gamma(k, eps0), eps0
-
-
-def check_flag(name: str, value: object) -> bool:
-    """A ``bool`` switch such as ``strict`` (numbers and strings are rejected)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
-    return bool(value)
 
 
 def check_target_epsilon(value: object) -> float:

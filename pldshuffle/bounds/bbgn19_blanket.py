@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._validation import check_choice
+from .._validation import check_choice, show
 from .._krr_gamma import krr_log_gamma
 from ._common import check_local_epsilon, check_target_epsilon, krr_parameters, log1mexp, log_expm1, logaddexp
 
@@ -122,7 +122,7 @@ def resolve_randomizer(
         k, _, eps0 = krr_parameters(domain_size, gamma, local_epsilon)
         if eps0 == 0.0:
             raise ValueError(
-                f"gamma must be < 1 for the blanket bounds (gamma = 1 is eps0 = 0), got {gamma!r}"
+                f"gamma must be < 1 for the blanket bounds (gamma = 1 is eps0 = 0), got {show(gamma)}"
             )
         return name, eps0, k
     if domain_size is not None or gamma is not None:
@@ -131,7 +131,8 @@ def resolve_randomizer(
             f"domain_size={domain_size!r}, gamma={gamma!r}"
         )
     if local_epsilon is None:
-        raise ValueError(f"local_epsilon is required for randomizer={name!r}")
+        # A missing argument, as Python itself reports one: TypeError.
+        raise TypeError(f"local_epsilon is required for randomizer={name!r}")
     return name, check_local_epsilon(local_epsilon), None
 
 

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_delta, check_int
+from .._validation import check_delta
 from ..mechanisms._binomial import binomial_logpmf  # the accurate log-pmf (Boost), not gammaln differences
 from ..pld.inversion import first_crossing
 from ._common import (
+    check_analytic_users,
     BoundResult,
     check_flag,
     check_linear_users,
@@ -154,7 +155,7 @@ def _blanket(
     if bound == "bennett" and is_printed:
         n = check_linear_users(num_users, "the printed Lemma 5.6", "the corrected bound (lemma56_as_printed=False)")
     else:
-        n = check_int("num_users", num_users)
+        n = check_analytic_users(num_users)
     name, eps0, k = resolve_randomizer(randomizer, local_epsilon, domain_size, gamma)
     return _Blanket(bound, name, n, eps0, k, is_printed)
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_positive_finite
+from .._validation import check_choice, check_delta, check_flag, check_local_epsilon, check_positive_finite, show
 from ..pld.inversion import last_feasible_of_first_run
 from ._common import BoundResult, plain_float
 from .bbgn19_bounds import BBGN19_BOUNDS, _blanket
@@ -65,12 +65,12 @@ def bbgn19_local_epsilon_result(
     name = check_choice("bound", bound, BBGN19_BOUNDS)
     eps = check_positive_finite("target_epsilon", target_epsilon)
     delta = check_delta(target_delta)
-    top = check_positive_finite("max_local_epsilon", max_local_epsilon)
+    top = check_local_epsilon(max_local_epsilon, "max_local_epsilon")
     if not top > eps:
-        raise ValueError(f"max_local_epsilon must be > target_epsilon = {eps!r}, got {max_local_epsilon!r}")
+        raise ValueError(f"max_local_epsilon must be > target_epsilon = {show(eps)}, got {show(max_local_epsilon)}")
     if name == "thm53" and randomizer != "generic":
         raise ValueError(f"bound='thm53' applies to randomizer='generic' only, got randomizer={randomizer!r}")
-    if lemma56_as_printed and name != "bennett":
+    if check_flag("lemma56_as_printed", lemma56_as_printed) and name != "bennett":
         raise ValueError(f"lemma56_as_printed applies to bound='bennett' only, got bound={name!r}")
     base = _blanket(name, num_users, randomizer, top, domain_size, None, lemma56_as_printed)
 

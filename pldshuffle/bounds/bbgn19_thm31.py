@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 
-from .._validation import check_delta, check_int
+from .._validation import check_delta
 from ._common import (
+    check_analytic_users,
     BoundResult,
     check_flag,
     check_target_epsilon,
@@ -43,7 +44,7 @@ _UNPROVEN = (
 
 def _scale(num_users: object, domain_size: object, gamma: object, local_epsilon: object) -> float:
     """``(n - 1) γ / k``, the effective number of blanket reports per output symbol."""
-    n = check_int("num_users", num_users, minimum=2)
+    n = check_analytic_users(num_users, minimum=2)
     k, g, _ = krr_parameters(domain_size, gamma, local_epsilon)
     return (n - 1) * g / k
 

@@ -65,10 +65,15 @@ class DPGuarantee:
     delta: float
 
 
-def _round(round_epsilon: object, round_delta: object, rounds: object) -> tuple[float, float, int]:
+#: Largest ``rounds`` of the exact KOV15 formula, which sums over ``l = 0..k/2`` (O(k) time and memory:
+#: ~40 MB per array at the limit); beyond it use ``kov_composition_bound``.
+MAX_EXACT_ROUNDS = 10**7
+
+
+def _round(round_epsilon: object, round_delta: object, rounds: object, max_rounds: int | None = None) -> tuple[float, float, int]:
     eps = check_epsilon(round_epsilon, "round_epsilon")
     delta = check_probability("round_delta", round_delta, low_open=False, high_open=True)
-    return eps, delta, check_int("rounds", rounds)
+    return eps, delta, check_int("rounds", rounds, maximum=max_rounds)
 
 
 def _total_delta(round_delta: float, rounds: int, slack: float) -> float:
@@ -112,7 +117,8 @@ def advanced_composition(
     """
     eps, delta, k = _round(round_epsilon, round_delta, rounds)
     slack = check_delta(slack_delta, "slack_delta")
-    value = math.sqrt(2.0 * k * math.log(1.0 / slack)) * eps + k * eps * math.expm1(eps)
+    growth = math.inf if eps > 700.0 else math.expm1(eps)  # e^ε overflows: the bound is +inf (vacuous)
+    value = math.sqrt(2.0 * k * math.log(1.0 / slack)) * eps + k * eps * growth
     return DPGuarantee(value, min(1.0, k * delta + slack))
 
 
@@ -186,7 +192,7 @@ def kov_exact_delta(*, round_epsilon: float, round_delta: float, rounds: int, ta
     ----------
     Kairouz, Oh, Viswanath, ICML 2015, Thm 3.3.
     """
-    eps, delta, k = _round(round_epsilon, round_delta, rounds)
+    eps, delta, k = _round(round_epsilon, round_delta, rounds, MAX_EXACT_ROUNDS)
     target = check_target_epsilon(target_epsilon)
     log_hockey = min(0.0, _log_hockey_stick(eps, k, target))
     return -math.expm1(k * math.log1p(-delta) + log1mexp(log_hockey))
@@ -206,7 +212,7 @@ def kov_exact_epsilon(*, round_epsilon: float, round_delta: float, rounds: int, 
     ----------
     Kairouz, Oh, Viswanath, ICML 2015, Thm 3.3.
     """
-    eps, delta, k = _round(round_epsilon, round_delta, rounds)
+    eps, delta, k = _round(round_epsilon, round_delta, rounds, MAX_EXACT_ROUNDS)
     target = check_delta(target_delta)
     slack = _slack(target, delta, k)  # allowed hockey-stick mass
     if not slack > 0.0:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from .._validation import check_delta, check_int
-from ._common import BoundResult, check_local_epsilon, check_target_epsilon, no_guarantee, plain_float
+from .._validation import check_delta
+from ._common import check_analytic_users, BoundResult, check_local_epsilon, check_target_epsilon, no_guarantee, plain_float
 
 __all__ = [
     "efmrtt19_delta",
@@ -73,7 +73,7 @@ def efmrtt19_epsilon_result(*, num_users: int, local_epsilon: float, target_delt
     Erlingsson et al., "Amplification by shuffling", SODA 2019, Thm 7; Balle et al., "The privacy
     blanket of the shuffle model", CRYPTO 2019, Thm 5.1.
     """
-    n = check_int("num_users", num_users)
+    n = check_analytic_users(num_users)
     eps0 = check_local_epsilon(local_epsilon)
     delta = check_delta(target_delta)
     value = 12.0 * eps0 * math.sqrt(math.log(1.0 / delta) / n)
@@ -102,10 +102,12 @@ def efmrtt19_delta_result(*, num_users: int, local_epsilon: float, target_epsilo
     ----------
     Erlingsson et al., SODA 2019, Thm 7 (BBGN19 Thm 5.1).
     """
-    n = check_int("num_users", num_users)
+    n = check_analytic_users(num_users)
     eps0 = check_local_epsilon(local_epsilon)
     eps = check_target_epsilon(target_epsilon)
-    value = math.exp(-n * (eps / (12.0 * eps0)) ** 2)
+    ratio = eps / (12.0 * eps0)
+    # A huge ε overflows the square; δ is then 0 (the exponent is -inf).
+    value = math.exp(-n * ratio * ratio) if ratio < 1e150 else 0.0
     return _result(value, _range_problem(n, eps0, value))
 
 
@@ -130,7 +132,7 @@ def efmrtt19_local_epsilon_result(*, num_users: int, target_epsilon: float, targ
     ----------
     Erlingsson et al., SODA 2019, Thm 7 (BBGN19 Thm 5.1); calibration as in BBGN19's code.
     """
-    n = check_int("num_users", num_users)
+    n = check_analytic_users(num_users)
     eps = check_target_epsilon(target_epsilon)
     delta = check_delta(target_delta)
     value = eps / (12.0 * math.sqrt(math.log(1.0 / delta) / n))

@@ -39,9 +39,10 @@ import math
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_int
+from .._validation import check_choice, check_delta
 from ..pld.inversion import first_crossing
 from ._common import (
+    check_analytic_users,
     BoundResult,
     check_local_epsilon,
     check_target_epsilon,
@@ -112,7 +113,7 @@ def _result(bound: str, value: float, note: str | None = None, **details: float)
 def _epsilon_result(
     bound: str, num_users: object, local_epsilon: object, target_delta: object
 ) -> BoundResult:
-    n = check_int("num_users", num_users)
+    n = check_analytic_users(num_users)
     eps0 = check_local_epsilon(local_epsilon)
     log_delta = math.log(check_delta(target_delta))
     log_delta_min = _log_delta_min(bound, n, eps0)
@@ -125,7 +126,7 @@ def _epsilon_result(
 
 
 def _delta_result(bound: str, num_users: object, local_epsilon: object, target_epsilon: object) -> BoundResult:
-    n = check_int("num_users", num_users)
+    n = check_analytic_users(num_users)
     eps0 = check_local_epsilon(local_epsilon)
     eps = check_target_epsilon(target_epsilon)
     log_delta_min = _log_delta_min(bound, n, eps0)

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
-from .._validation import check_choice, check_delta
+from .._validation import check_choice, check_delta, check_real_array, show
 from ._common import BoundResult, check_alpha, check_local_epsilon, check_target_epsilon, plain_float
 
 __all__ = [
@@ -134,7 +134,7 @@ def rdp_compose(*curves: float | np.ndarray) -> float | np.ndarray:
     """
     if not curves:
         raise ValueError("rdp_compose needs at least one RDP curve")
-    arrays = [np.asarray(c, dtype=float) for c in curves]
+    arrays = [check_real_array(f"curves[{i}]", c) for i, c in enumerate(curves)]
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise ValueError(f"RDP curves must be evaluated on the same orders; got shapes {sorted(shapes)}")
@@ -143,14 +143,11 @@ def rdp_compose(*curves: float | np.ndarray) -> float | np.ndarray:
 
 def _curve(rdp: ArrayLike, alpha: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     orders = check_alpha(alpha).ravel()
-    try:
-        values = np.asarray(rdp, dtype=float).ravel()
-    except (TypeError, ValueError):
-        raise TypeError(f"rdp must be a real number or an array of them, got {rdp!r}") from None
+    values = check_real_array("rdp", rdp).ravel()
     if values.shape != orders.shape:
         raise ValueError(f"rdp and alpha must have the same shape; got {np.shape(rdp)} and {np.shape(alpha)}")
     if np.any(np.isnan(values) | (values < 0.0)):
-        raise ValueError(f"rdp values must be >= 0 (inf allowed), got {rdp!r}")
+        raise ValueError(f"rdp values must be >= 0 (inf allowed), got {show(rdp)}")
     return orders, values
 
 

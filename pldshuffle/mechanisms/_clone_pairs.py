@@ -12,7 +12,7 @@ import math
 
 from . import _clone_layout as _ck
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, STREAM_GRID_BINS
-from .._validation import MAX_LOCAL_EPSILON, check_choice, check_int, check_num_users, check_positive_finite, check_probability
+from .._validation import check_choice, check_int, check_local_epsilon, check_num_users, check_probability
 from ..pld import PrivacyLossPair
 from .base import DEFAULT_TAIL_MASS
 
@@ -21,9 +21,7 @@ __all__ = ["clone_pair", "clone_pair_bounds", "clone_support_size"]
 
 def _check_args(num_users: object, local_epsilon: object, clone_probability: object, tail_mass: object, variant: str) -> tuple[int, float, float, float, str]:
     n = check_num_users(num_users)
-    eps0 = check_positive_finite("local_epsilon", local_epsilon)
-    if eps0 > MAX_LOCAL_EPSILON:
-        raise ValueError(f"local_epsilon must be <= {MAX_LOCAL_EPSILON:g} (e^local_epsilon must not overflow), got {local_epsilon!r}")
+    eps0 = check_local_epsilon(local_epsilon)
     pc = check_probability("clone_probability", clone_probability, low_open=True, high_open=False)
     tail = check_probability("tail_mass", tail_mass)
     check_choice("variant", variant, ("F", "K"))

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
-from .._validation import MAX_LOCAL_EPSILON, check_choice, check_num_users, check_real, check_size
+from .._validation import check_choice, check_local_epsilon, check_num_users, check_real, check_size, show
 from ..randomizers.base import Randomizer
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
@@ -196,7 +196,7 @@ class ShuffledLDP(ShuffleMechanism):
                 check_real("local_epsilon", self.local_epsilon), true_eps0, rel_tol=1e-12
             ):
                 raise ValueError(
-                    f"local_epsilon={self.local_epsilon!r} differs from the randomizer's true ε0 = {true_eps0!r}; "
+                    f"local_epsilon={show(self.local_epsilon)} differs from the randomizer's true ε0 = {show(true_eps0)}; "
                     "omit local_epsilon when passing randomizer"
                 )
             object.__setattr__(self, "local_epsilon", true_eps0)
@@ -210,8 +210,8 @@ class ShuffledLDP(ShuffleMechanism):
             raise ValueError(f"reduction={reduction!r} needs randomizer=...")
         eps0 = check_real("local_epsilon", self.local_epsilon)
         finite_ok = reduction == "randomizer"  # a randomizer with a zero output probability has ε0 = inf
-        if not (0.0 < eps0 <= MAX_LOCAL_EPSILON or (finite_ok and eps0 == math.inf)):
-            raise ValueError(f"local_epsilon must lie in (0, {MAX_LOCAL_EPSILON:g}], got {self.local_epsilon!r}")
+        if not (finite_ok and eps0 == math.inf):
+            eps0 = check_local_epsilon(self.local_epsilon)
         object.__setattr__(self, "local_epsilon", eps0)
         if reduction in ("khh21", "wang24"):
             what = "KHH21's eq. (6.1) clone pair, for which no proof is known" if reduction == "khh21" else (

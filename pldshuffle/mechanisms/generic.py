@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from numpy.typing import ArrayLike
 
+from .._validation import check_text
 from ..pld import PrivacyLossPair
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 
@@ -35,13 +36,21 @@ class PairMechanism(ShuffleMechanism):
     def __post_init__(self) -> None:
         if not isinstance(self.pair, PrivacyLossPair):
             raise TypeError(f"pair must be a PrivacyLossPair, got {type(self.pair).__name__}")
+        check_text("description", self.description)
 
     @classmethod
     def from_probability_mass_functions(
-        cls, pmf_p: Mapping[object, float] | ArrayLike, pmf_q: Mapping[object, float] | ArrayLike, *, label: str = "user-supplied pair"
+        cls,
+        pmf_p: Mapping[object, float] | ArrayLike,
+        pmf_q: Mapping[object, float] | ArrayLike,
+        *,
+        label: str = "user-supplied pair",
+        missing_mass: str | None = None,
     ) -> PairMechanism:
-        """Build from two pmfs on a common space (see :meth:`PrivacyLossPair.from_probability_mass_functions`)."""
-        return cls(PrivacyLossPair.from_probability_mass_functions(pmf_p, pmf_q, label=label), description=label)
+        """Build from two pmfs on a common space, each summing to 1 unless ``missing_mass="infinity"`` says
+        where the rest lies (see :meth:`PrivacyLossPair.from_probability_mass_functions`)."""
+        pair = PrivacyLossPair.from_probability_mass_functions(pmf_p, pmf_q, label=label, missing_mass=missing_mass)
+        return cls(pair, description=label)
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
         return PairFamily.exact(self.pair)

@@ -76,7 +76,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._krr_gamma import krr_local_epsilon, krr_log_excess, krr_log_gamma
-from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size
+from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size, show
 from ..pld import PrivacyLossPair
 from ._krr_support import (
     ESTIMATE_LIMIT,
@@ -227,7 +227,7 @@ class ShuffledKRR(ShuffleMechanism):
         if log_gamma - math.log(self.domain_size) < math.log(_MIN_G):
             raise ValueError(
                 f"gamma/domain_size must be >= {_MIN_G:g} (local_epsilon at most about 230); got "
-                + (f"gamma={self.gamma!r}" if self.gamma is not None else f"local_epsilon={self.local_epsilon!r}")
+                + (f"gamma={show(self.gamma)}" if self.gamma is not None else f"local_epsilon={show(self.local_epsilon)}")
             )
         self._check_size(DEFAULT_TAIL_MASS)
 

@@ -62,7 +62,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _clone_layout as _ck
 from ._clone_layout import direction_from_log_masses
-from .._validation import check_int, check_num_users, check_probability, check_real
+from .._validation import check_int, check_num_users, check_probability, check_real, show
 from ..pld import PrivacyLossPair
 from ._binomial import binomial_cdf, binomial_pmf, binomial_sf
 from .._validation import MAX_LOCAL_EPSILON, check_local_epsilon
@@ -114,17 +114,17 @@ class LabelledClonePair:
         object.__setattr__(self, "num_users", check_num_users(self.num_users))
         p = check_real("ratio", self.ratio)
         if not (p > 1.0 and (p <= MAX_RATIO or p == math.inf)):
-            raise ValueError(f"ratio must be > 1 and either <= e^500 or exactly inf, got {self.ratio!r}")
+            raise ValueError(f"ratio must be > 1 and either <= e^500 or exactly inf, got {show(self.ratio)}")
         object.__setattr__(self, "ratio", p)
         for name in ("r0", "r1"):
             object.__setattr__(self, name, check_probability(name, getattr(self, name), low_open=False, high_open=False))
         g = check_probability("residual", self.residual, low_open=False, high_open=True)
         object.__setattr__(self, "residual", g)
         if (self.r0 == 0.0) != (self.r1 == 0.0):
-            raise ValueError(f"r0 and r1 must be both 0 or both > 0, got r0={self.r0!r}, r1={self.r1!r}")
+            raise ValueError(f"r0 and r1 must be both 0 or both > 0, got r0={show(self.r0)}, r1={show(self.r1)}")
         if self.r0 + self.r1 > 1.0 or (g > 0.0 and self.r0 + self.r1 >= 1.0):
             bound = "< 1 (residual > 0)" if g > 0.0 else "<= 1"
-            raise ValueError(f"r0 + r1 must be {bound}, got r0={self.r0!r}, r1={self.r1!r}")
+            raise ValueError(f"r0 + r1 must be {bound}, got r0={show(self.r0)}, r1={show(self.r1)}")
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -166,15 +166,15 @@ class LabelledClonePair:
         """
         p = check_real("ratio", ratio)
         if not (1.0 < p < math.inf):
-            raise ValueError(f"ratio must be a finite number > 1, got {ratio!r}")
+            raise ValueError(f"ratio must be a finite number > 1, got {show(ratio)}")
         beta = check_real("total_variation", total_variation)
         beta_max = (p - 1.0) / (p + 1.0)
         if not (0.0 < beta <= beta_max * (1.0 + 1e-12)):
-            raise ValueError(f"total_variation must lie in (0, (p-1)/(p+1)] = (0, {beta_max:.6g}], got {total_variation!r}")
+            raise ValueError(f"total_variation must lie in (0, (p-1)/(p+1)] = (0, {beta_max:.6g}], got {show(total_variation)}")
         q1 = q0 if q1 is None else q1
         for name, q in (("q0", q0), ("q1", q1)):
             if not check_real(name, q) >= 1.0:
-                raise ValueError(f"{name} must be a number >= 1, got {q!r}")
+                raise ValueError(f"{name} must be a number >= 1, got {show(q)}")
         alpha = min(beta, beta_max) / (p - 1.0)
         g = max(0.0, 1.0 - (p + 1.0) * alpha)
         return cls(num_users, p, alpha * p / float(q0), alpha * p / float(q1), g)
@@ -227,7 +227,7 @@ class LabelledClonePair:
         """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         if np.any(~(eps >= 0.0)):
-            raise ValueError(f"epsilon must be >= 0 (and not NaN), got {epsilon!r}")
+            raise ValueError(f"epsilon must be >= 0 (and not NaN), got {show(epsilon)}")
         forward = self._hockey_stick(eps, self.r0, self.r1)
         backward = forward if self.is_symmetric else self._hockey_stick(eps, self.r1, self.r0)
         return np.clip(np.maximum(forward, backward), 0.0, 1.0)

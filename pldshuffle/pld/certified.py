@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U
 from .._reporting import throttled_reporter
-from .._validation import check_delta, check_epsilons
+from .._validation import MAX_SPACING, check_delta, check_epsilons, check_positive_finite
 from .composition import Factor, Realization, realize, window
 from .distributions import MASS_RTOL, PrivacyLossPair, infinity_apart
 from .fft import fast_size, get_backend
@@ -98,6 +98,9 @@ class CertifiedPLD:
     @classmethod
     def from_pair(cls, pair: PrivacyLossPair, spacing: float, *, fft_backend: str = "auto", max_memory_bytes: int = 2**31) -> CertifiedPLD:
         """One round of an exact pair, discretised on the lattice of the given spacing (O(support))."""
+        if not isinstance(pair, PrivacyLossPair):
+            raise TypeError(f"pair must be a PrivacyLossPair, got {type(pair).__name__}")
+        spacing = check_positive_finite("spacing", spacing, MAX_SPACING)
         up = tuple(upper_direction(d.discretize(spacing)) for d in pair.directions)
         low = tuple(lower_direction(d.discretize(spacing)) for d in pair.directions)
         return cls(spacing, (Term(up, (low,), 1),), fft_backend=fft_backend, max_memory_bytes=max_memory_bytes)

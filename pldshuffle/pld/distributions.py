@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U, profile_at_points
-from .._validation import check_probability
+from .._validation import check_pmf_total, check_probability, check_real, check_real_array, check_text, show
 from .discretize import DiscretizedDirection, discretize
 
 __all__ = ["MASS_RTOL", "SUM_RTOL", "LossDistribution", "PrivacyLossPair", "infinity_apart", "log_ratio_error"]
@@ -103,8 +103,8 @@ class LossDistribution:
     loss_error: float = math.nan
 
     def __post_init__(self) -> None:
-        losses = np.asarray(self.losses, dtype=np.float64).ravel()
-        masses = np.asarray(self.masses, dtype=np.float64).ravel()
+        losses = check_real_array("losses", self.losses).ravel()
+        masses = check_real_array("masses", self.masses).ravel()
         if losses.shape != masses.shape:
             raise ValueError(f"losses and masses must have the same length, got {losses.size} and {masses.size}")
         if not np.all(np.isfinite(losses)):
@@ -116,17 +116,18 @@ class LossDistribution:
         losses, masses = _clean(losses, masses)
         total = float(masses.sum()) + self.infinity_mass + self.truncated_mass
         if total > 1.0 + 1e-9:
-            raise ValueError(f"total probability mass must be <= 1, got {total!r}")
+            raise ValueError(f"total probability mass must be <= 1, got {show(total)}")
         object.__setattr__(self, "losses", losses)
         object.__setattr__(self, "masses", masses)
-        if isinstance(self.loss_error, float) and math.isnan(self.loss_error):  # not given: a log-ratio's rounding
+        loss_error = check_real("loss_error", self.loss_error)
+        if math.isnan(loss_error):  # not given: a log-ratio's rounding
             # Of log p and log q = log p - loss: masses of 1e-300 round their logarithms far more than the loss.
             largest = float(np.max(np.abs(losses) - np.log(masses), initial=0.0))
             object.__setattr__(self, "loss_error", log_ratio_error(largest))
-        elif not (isinstance(self.loss_error, (int, float)) and math.isfinite(self.loss_error) and self.loss_error >= 0.0):
-            raise ValueError(f"loss_error must be a finite float >= 0, got {self.loss_error!r}")
+        elif not (math.isfinite(loss_error) and loss_error >= 0.0):
+            raise ValueError(f"loss_error must be a finite float >= 0, got {show(self.loss_error)}")
         else:
-            object.__setattr__(self, "loss_error", float(self.loss_error))
+            object.__setattr__(self, "loss_error", loss_error)
 
     # Suffix sums A_j = sum_{i>=j} m_i and B_j = sum_{i>=j} m_i e^{-s_i} (with a trailing 0) give
     # H(eps) = inf + A_j - e^eps B_j for the first j with s_j > eps, in O(log N) per query.  B is kept as
@@ -300,6 +301,13 @@ class PrivacyLossPair:
     backward: LossDistribution | None = None
     label: str = "pair"
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.forward, LossDistribution):
+            raise TypeError(f"forward must be a LossDistribution, got {type(self.forward).__name__}")
+        if self.backward is not None and not isinstance(self.backward, LossDistribution):
+            raise TypeError(f"backward must be a LossDistribution or None, got {type(self.backward).__name__}")
+        check_text("label", self.label)
+
     @property
     def directions(self) -> tuple[LossDistribution, ...]:
         """The distinct directions (one if symmetric)."""
@@ -341,6 +349,7 @@ class PrivacyLossPair:
         pmf_q: Mapping[object, float] | ArrayLike,
         *,
         label: str = "user-supplied pair",
+        missing_mass: str | None = None,
     ) -> PrivacyLossPair:
         """Build the pair from two probability mass functions on a common finite space.
 
@@ -348,9 +357,23 @@ class PrivacyLossPair:
         ----------
         pmf_p, pmf_q : mapping or array_like
             Either dicts ``outcome -> probability`` (missing outcomes have probability 0) or two arrays of
-            equal length indexed by outcome.  Each must be non-negative and sum to at most 1 (a deficit
-            is treated as mass outside the space, i.e. dropped for lower bounds and at ``+inf`` for
-            upper bounds).
+            equal length indexed by outcome, of real numbers (booleans, complex numbers and strings are
+            refused with a ``TypeError``).  Each must be non-negative and sum to 1 within ``1e-12``.
+        label : str
+            Description shown in results.
+        missing_mass : {None, "infinity"}
+            ``None`` (default): a pmf summing to less than 1 is refused (a dropped entry would otherwise
+            read as a large δ).  ``"infinity"``: the deficit ``1 - sum`` of each pmf is mass on outcomes
+            not listed, whose other-side mass is unknown; it is booked at privacy loss ``+inf`` for the
+            upper bound and dropped for the lower bound (a bracket valid wherever that mass lies).
+
+        Raises
+        ------
+        TypeError
+            For non-real entries, or one mapping and one array.
+        ValueError
+            For negative or non-finite entries, unequal lengths, or a total other than 1 (see
+            ``missing_mass``).
 
         Examples
         --------
@@ -360,22 +383,22 @@ class PrivacyLossPair:
         >>> [round(float(x), 12) for x in pair.delta_bounds(0.0)[1]]
         [0.5]
         """
+        check_text("label", label)
         if isinstance(pmf_p, Mapping) or isinstance(pmf_q, Mapping):
             if not (isinstance(pmf_p, Mapping) and isinstance(pmf_q, Mapping)):
                 raise TypeError("pmf_p and pmf_q must both be mappings or both be arrays")
             keys = list(set(pmf_p) | set(pmf_q))
-            p = np.array([float(pmf_p.get(k, 0.0)) for k in keys])
-            q = np.array([float(pmf_q.get(k, 0.0)) for k in keys])
+            p = check_real_array("pmf_p", [pmf_p.get(k, 0.0) for k in keys])
+            q = check_real_array("pmf_q", [pmf_q.get(k, 0.0) for k in keys])
         else:
-            p = np.asarray(pmf_p, dtype=np.float64).ravel()
-            q = np.asarray(pmf_q, dtype=np.float64).ravel()
+            p = check_real_array("pmf_p", pmf_p).ravel()
+            q = check_real_array("pmf_q", pmf_q).ravel()
             if p.shape != q.shape:
                 raise ValueError(f"pmf_p and pmf_q must have the same length, got {p.size} and {q.size}")
         for name, arr in (("pmf_p", p), ("pmf_q", q)):
             if arr.size == 0 or np.any(~np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(f"{name} must be a non-empty array of finite non-negative probabilities")
-            if arr.sum() > 1.0 + 1e-9:
-                raise ValueError(f"{name} must sum to at most 1, got {float(arr.sum())!r}")
+            check_pmf_total(name, math.fsum(arr.tolist()), missing_mass)
         return cls(_direction(p, q), _direction(q, p), label=label)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF
+from .._validation import check_choice
 
 __all__ = [
     "AUTO_SMALL", "AUTO_WORK", "BACKENDS", "ETA", "FFTBackend", "PARALLEL_POINTS", "WORKERS", "available_backends", "check_backend", "fast_size",
@@ -281,9 +282,9 @@ def get_backend(name: str = "auto", size: int | None = None, transforms: int = 1
 
 
 def check_backend(name: object) -> str:
-    """``name`` if it is one of ``BACKENDS`` and importable, else ``ValueError``; ``"auto"`` imports nothing."""
-    if not isinstance(name, str) or name not in BACKENDS:
-        raise ValueError(f"fft_backend must be one of {', '.join(map(repr, BACKENDS))}; got {name!r}")
+    """``name`` if it is one of ``BACKENDS`` and importable, else ``ValueError`` (``TypeError`` for a
+    non-string); ``"auto"`` imports nothing."""
+    name = check_choice("fft_backend", name, BACKENDS)
     if name == "pyfftw" and _pyfftw() is None:
         raise ValueError(
             "fft_backend='pyfftw' requested but pyfftw is not importable (install it with "

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validation import check_real_array, check_text, show
+
 __all__ = [
     "MAX_CLONE_MEMBERS",
     "MAX_MATRIX_ENTRIES",
@@ -129,20 +131,18 @@ def clone_constants_of_matrix(matrix: ArrayLike, *, per_pair: bool = True) -> tu
     return pareto_members(members)
 
 
-def check_matrix(matrix: ArrayLike) -> NDArray[np.float64]:
-    """Validate a row-stochastic ``inputs × outputs`` matrix (at least 2 inputs); returns a float copy."""
-    try:
-        R = np.array(matrix, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"matrix must be a 2-D array of probabilities, got {type(matrix).__name__}") from None
+def check_matrix(matrix: ArrayLike, name: str = "matrix") -> NDArray[np.float64]:
+    """Validate a row-stochastic ``inputs × outputs`` matrix (at least 2 inputs); returns a float copy.
+    Errors name the parameter ``name``; non-real entries (bool, complex, str) are a ``TypeError``."""
+    R = np.array(check_real_array(name, matrix), dtype=np.float64)  # a copy: the caller may freeze it
     if R.ndim != 2 or R.shape[0] < 2 or R.shape[1] < 1:
-        raise ValueError(f"matrix must be 2-D with at least 2 rows (inputs) and 1 column (outputs), got shape {R.shape}")
+        raise ValueError(f"{name} must be 2-D with at least 2 rows (inputs) and 1 column (outputs), got shape {R.shape}")
     if not np.all(np.isfinite(R)) or np.any(R < 0):
-        raise ValueError("matrix entries must be finite probabilities >= 0")
+        raise ValueError(f"{name} entries must be finite probabilities >= 0")
     sums = R.sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_ATOL)
     if bad.size:
-        raise ValueError(f"matrix rows must sum to 1 (row-stochastic); row {int(bad[0])} sums to {sums[bad[0]]!r}")
+        raise ValueError(f"{name} rows must sum to 1 (row-stochastic); row {int(bad[0])} sums to {show(sums[bad[0]])}")
     return R
 
 
@@ -242,7 +242,8 @@ class Finite(Randomizer):
     local_epsilon: float = field(init=False)
 
     def __post_init__(self) -> None:
-        R = check_matrix(self.probabilities)
+        check_text("name", self.name)
+        R = check_matrix(self.probabilities, "probabilities")
         R.setflags(write=False)
         object.__setattr__(self, "probabilities", R)
         object.__setattr__(self, "local_epsilon", local_epsilon_of_matrix(R))

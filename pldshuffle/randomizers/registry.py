@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_real_array, show
 from .base import Finite, Randomizer
 from .named import OLH, OUE, RAPPOR, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
@@ -32,15 +33,16 @@ _NAMES = {BinaryRR: "binary-rr", KaryRR: "krr", RAPPOR: "rappor", OUE: "oue", Lo
 
 
 def _load_matrix(value: Any) -> np.ndarray:
+    # Entries must be real numbers: JSON's true/false or "0.5" are refused, not converted.
     if not isinstance(value, str):
-        return np.asarray(value, dtype=np.float64)
+        return check_real_array("matrix", value)
     try:
         if value.endswith(".npy"):
-            return np.asarray(np.load(value), dtype=np.float64)
+            return check_real_array("matrix", np.load(value))
         if value.endswith(".csv"):
             return np.loadtxt(value, delimiter=",", ndmin=2)
         with open(value, encoding="utf-8") as handle:
-            return np.asarray(json.load(handle), dtype=np.float64)
+            return check_real_array("matrix", json.load(handle))
     except (OSError, ValueError) as exc:
         raise ValueError(f"matrix: cannot read a row-stochastic matrix from {value!r} ({exc})") from None
 
@@ -53,6 +55,8 @@ def make_randomizer(name: str, /, **parameters: Any) -> Randomizer:
     >>> make_randomizer("oue", domain_size=1024, local_epsilon=1.0).describe()
     'optimized unary encoding, d=1024, ε0=1'
     """
+    if not isinstance(name, str):
+        raise TypeError(f"randomizer must be one of {', '.join(RANDOMIZERS)}; got {show(name)} of type {type(name).__name__}")
     if name not in RANDOMIZERS:
         raise ValueError(f"randomizer must be one of {', '.join(RANDOMIZERS)}; got {name!r}")
     if name == "finite":
