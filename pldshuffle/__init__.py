@@ -29,6 +29,7 @@ _EXPORTS = {
     "EpsilonBounds": ".results",
     "FourierAccountant": ".accountant",
     "LabelledClonePair": ".mechanisms.labelled_clones",
+    "LooseBoundWarning": ".errors",
     "LossDistribution": ".pld",
     "MemoryBudgetError": ".errors",
     "NotAGuaranteeWarning": ".errors",
@@ -64,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair
-    from .errors import MemoryBudgetError, NotAGuaranteeWarning, SlowComputationWarning
+    from .errors import LooseBoundWarning, MemoryBudgetError, NotAGuaranteeWarning, SlowComputationWarning
     from .results import DeltaBounds, EpsilonBounds
     from . import bounds, interop, plotting
 

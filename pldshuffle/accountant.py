@@ -32,8 +32,9 @@ from .pld.certified import CertifiedPLD
 from .pld.sizing import MemoryBudgetError
 from .pld.fft import check_backend
 from .mechanisms.base import DEFAULT_TAIL_MASS, LEDGER_TAIL_BUDGET, PairFamily, ShuffleMechanism, check_mechanism
-from .pld.sizing import choose_spacing, relative_target
-from .results import DeltaBounds, EpsilonBounds, warn_if_not_guarantee
+from ._gap import delta_caveat, epsilon_caveat, shifted_epsilons
+from .pld.sizing import choose_spacing, gap_scale, relative_target
+from .results import DeltaBounds, EpsilonBounds, warn_if_loose, warn_if_not_guarantee
 
 __all__ = ["FourierAccountant"]
 
@@ -257,29 +258,58 @@ class FourierAccountant:
         )
         return pld.is_guarantee, pld.caveats, diag
 
+    @property
+    def gap_target(self) -> float:
+        """The ledger's relative ε-gap target: ``relative_gap_target``, or 1e-4 / 1e-3 / 2e-3 for one / at most
+        64 / more rounds.  A query whose bracket ends wider carries a caveat saying so and issues a
+        :class:`~pldshuffle.LooseBoundWarning` (the rule, with its absolute allowance at small ε:
+        ``docs/mathematics.md#loose-brackets``)."""
+        return self.relative_gap_target or relative_target(self.rounds)
+
+    def _delta_caveat(self, pld: CertifiedPLD, eps: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> str | None:
+        target, scale = self.gap_target, gap_scale(self.rounds)
+        shifted = shifted_epsilons(eps, target=target, scale=scale)
+        finite = np.isfinite(shifted)
+        shifted_lower = np.zeros(eps.shape)
+        shifted_lower[finite] = pld.lower_delta(shifted[finite])
+        return delta_caveat(eps, lower, upper, shifted_lower, target=target, scale=scale)
+
+    def _epsilon_caveat(self, pld: CertifiedPLD, delta: float, lower: float, upper: float) -> str | None:
+        infinity = float(pld.delta_bounds(np.inf)[1][0]) if np.isinf(upper) else 0.0
+        return epsilon_caveat(lower, upper, delta=delta, target=self.gap_target, scale=gap_scale(self.rounds), infinity_upper=infinity)
+
     def get_delta_bounds(self, target_epsilon: ArrayLike) -> DeltaBounds:
         """Certified bracket on δ at ``target_epsilon`` (a float or an array of floats ≥ 0; ``inf`` gives
-        the bracket on the composed mass at +∞, below which every ε is ∞)."""
+        the bracket on the composed mass at +∞, below which every ε is ∞).  Warns with
+        :class:`~pldshuffle.LooseBoundWarning` (and says so in ``caveats``) where it misses :attr:`gap_target`."""
         eps = check_epsilons(target_epsilon, allow_inf=True)
         pld = self.certified_pld()
         with reporting_to(self._channel):  # a single round's query may refine its cover for seconds
             lower, upper = pld.delta_bounds(eps.ravel())
         guarantee, caveats, diag = self._labels()
+        if (loose := self._delta_caveat(pld, eps.ravel().astype(np.float64), lower, upper)) is not None:
+            caveats += (loose,)
+            warn_if_loose(loose)
         if eps.ndim == 0:
             return DeltaBounds(float(lower[0]), float(upper[0]), float(eps), guarantee, caveats, diag)
         return DeltaBounds(lower.reshape(eps.shape), upper.reshape(eps.shape), eps, guarantee, caveats, diag)
 
     def get_epsilon_bounds(self, target_delta: float) -> EpsilonBounds:
-        """Certified bracket on the smallest ε with δ(ε) ≤ ``target_delta``."""
+        """Certified bracket on the smallest ε with δ(ε) ≤ ``target_delta``.  Warns with
+        :class:`~pldshuffle.LooseBoundWarning` (and says so in ``caveats``) where it misses :attr:`gap_target`."""
         delta = check_delta(target_delta)
         pld = self.certified_pld()
         with reporting_to(self._channel):  # a single round's query may refine its cover for seconds
             lower, upper = pld.epsilon_bounds(delta)
         guarantee, caveats, diag = self._labels()
+        if (loose := self._epsilon_caveat(pld, delta, lower, upper)) is not None:
+            caveats += (loose,)
+            warn_if_loose(loose)
         return EpsilonBounds(lower, upper, delta, guarantee, caveats, diag)
 
     def epsilon_curve(self, target_deltas: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(lower, upper)`` arrays of certified ε brackets at each δ (one composed object)."""
+        """``(lower, upper)`` arrays of certified ε brackets at each δ (one composed object); warns with
+        :class:`~pldshuffle.LooseBoundWarning` if any misses :attr:`gap_target`."""
         if isinstance(target_deltas, (str, bytes)):
             raise TypeError(f"target_deltas must be an array of numbers in (0, 1), got {target_deltas!r}")
         deltas = [check_delta(d, "target_deltas") for d in np.atleast_1d(np.asarray(target_deltas, dtype=object)).ravel()]
@@ -288,6 +318,9 @@ class FourierAccountant:
         pld = self.certified_pld()
         with reporting_to(self._channel):
             pairs = [pld.epsilon_bounds(d) for d in deltas]
+        loose = [c for d, (lo, up) in zip(deltas, pairs) if (c := self._epsilon_caveat(pld, d, lo, up)) is not None]
+        if loose:
+            warn_if_loose(f"{len(loose)} of {len(deltas)} epsilon brackets: {loose[0]}" if len(deltas) > 1 else loose[0])
         return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
 
     def delta_curve(self, target_epsilons: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

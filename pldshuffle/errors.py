@@ -2,6 +2,7 @@
 
 * :class:`MemoryBudgetError`: a request would exceed ``max_memory_bytes``; raised before allocating.
 * :class:`NotAGuaranteeWarning`: the upper end of a bound that is not a guarantee was used as one.
+* :class:`LooseBoundWarning`: a certified bracket ended wider than the ledger's relative-gap target.
 * :class:`SlowComputationWarning`: a computation is estimated to take more than ~30 s.
 
 Bad parameter values raise the built-in ``ValueError`` / ``TypeError``, naming the parameter, its
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MemoryBudgetError", "NotAGuaranteeWarning", "SlowComputationWarning"]
+__all__ = ["LooseBoundWarning", "MemoryBudgetError", "NotAGuaranteeWarning", "SlowComputationWarning"]
 
 
 class MemoryBudgetError(ValueError, MemoryError):
@@ -33,6 +34,18 @@ class NotAGuaranteeWarning(UserWarning):
     example ``ShuffledKRR(..., adversary="histogram")`` or ``ShuffledBinaryRR(..., dataset="khh21")``):
     its upper end is a *lower* bound on the worst case over all neighbouring datasets.  Silence it with
     ``warnings.simplefilter("ignore", NotAGuaranteeWarning)`` when the lower bound is what you want.
+    """
+
+
+class LooseBoundWarning(UserWarning):
+    """A certified bracket ended wider than the ledger's relative-gap target.
+
+    Issued by the accountant's queries (``get_epsilon_bounds``, ``get_delta_bounds`` and what calls them)
+    when a bracket misses the target (the accountant's ``relative_gap_target``, by default 1e-4 for one
+    round, 1e-3 up to 64 rounds, 2e-3 beyond; ``docs/mathematics.md#loose-brackets`` states the exact rule,
+    the absolute allowance at small ε and the infinite cases); the result's caveats state the gap and the
+    target.  The bracket is still certified -- the upper end remains a guarantee -- it is only less tight
+    than promised.  Silence it with ``warnings.simplefilter("ignore", LooseBoundWarning)``.
     """
 
 

@@ -33,10 +33,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .errors import NotAGuaranteeWarning, SlowComputationWarning  # their home; re-exported here for old imports
+from .errors import LooseBoundWarning, NotAGuaranteeWarning, SlowComputationWarning  # their home; re-exported here
 
 __all__ = [
-    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "NotAGuaranteeWarning", "SlowComputationWarning", "json_safe", "warn_if_not_guarantee",
+    "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "LooseBoundWarning", "NotAGuaranteeWarning", "SlowComputationWarning",
+    "json_safe", "warn_if_loose", "warn_if_not_guarantee",
 ]
 
 #: Why an ε bracket can be infinite; printed with every such result (see ``docs/mathematics.md#definitions``).
@@ -45,6 +46,12 @@ INFINITE_EPSILON_NOTE = (
     "(outcomes one dataset can produce and its neighbour cannot) or below the certified error terms; "
     "see diagnostics"
 )
+
+
+def warn_if_loose(caveat: str | None, *, stacklevel: int = 3) -> None:
+    """Emit :class:`LooseBoundWarning` with ``caveat`` as its message (nothing when it is None)."""
+    if caveat is not None:
+        warnings.warn(caveat, LooseBoundWarning, stacklevel=stacklevel)
 
 
 def warn_if_not_guarantee(is_guarantee: bool, caveats: Iterable[str] = (), *, stacklevel: int = 3) -> None:

@@ -45,6 +45,7 @@ def test_errors_have_one_home_and_old_imports_still_work():
     assert ps.MemoryBudgetError is errors.MemoryBudgetError is MemoryBudgetError
     assert ps.NotAGuaranteeWarning is errors.NotAGuaranteeWarning is NotAGuaranteeWarning
     assert ps.SlowComputationWarning is errors.SlowComputationWarning is SlowComputationWarning
+    assert ps.LooseBoundWarning is errors.LooseBoundWarning is importlib.import_module("pldshuffle.results").LooseBoundWarning
     assert issubclass(ps.MemoryBudgetError, ValueError) and issubclass(ps.MemoryBudgetError, MemoryError)
     exc = ps.MemoryBudgetError("too big", needed=10.0, budget=5.0)
     assert (exc.needed, exc.budget, str(exc)) == (10.0, 5.0, "too big")

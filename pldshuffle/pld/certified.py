@@ -47,6 +47,7 @@ from .distributions import MASS_RTOL, PrivacyLossPair, infinity_apart
 from .fft import fast_size, get_backend
 from .inversion import invert
 from .composites import Composite, ProductLower, direct_realization
+from .far_atoms import FarSplit, MixtureComposite, NarrowFactor, split_combination
 from .lattice import LatticeDirection, Term, compose_infinity, lower_direction, shift_certificate, upper_direction
 from .sizing import BYTES_PER_POINT, PLAN_BYTES_PER_POINT, TAIL_TOLERANCE, MemoryBudgetError, _check_memory
 from .tilts import choose_tilts
@@ -57,7 +58,7 @@ __all__ = ["CertifiedPLD", "MemoryBudgetError", "invert"]
 Combination = list[tuple[LatticeDirection, int]]
 #: Certified shifts, their penalties and the ``(θ, first index, size)`` of each realisation window.
 Plan = tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]
-LowerEnd = Composite | ProductLower
+LowerEnd = Composite | MixtureComposite | ProductLower
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,6 +177,11 @@ class CertifiedPLD:
     def _finite_delta_bounds(self, eps: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return self._lower(eps), self._upper(eps)
 
+    def lower_delta(self, epsilon: ArrayLike) -> NDArray[np.float64]:
+        """Certified lower δ at each finite ``ε ≥ 0`` as the object stands (a single round's cover is not
+        refined: cheaper than :meth:`delta_bounds`, never higher).  O(1) per ε after the realisation."""
+        return self._lower(np.atleast_1d(np.asarray(epsilon, dtype=np.float64)))
+
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """Certified ``(lower, upper)`` on the smallest ε with δ(ε) ≤ ``delta`` (bisection on the same object)."""
         delta = check_delta(delta)
@@ -230,9 +236,9 @@ class CertifiedPLD:
             self._cache[part] = self._realize_upper() if part == "upper" else self._realize_lower()
         return cast(list[LowerEnd], self._cache[part])
 
-    def _upper_composites(self) -> list[Composite]:
+    def _upper_composites(self) -> list[Composite | MixtureComposite]:
         """The realised upper combinations (one per order)."""
-        return cast(list[Composite], self._composites("upper"))
+        return cast(list[Composite | MixtureComposite], self._composites("upper"))
 
     @property
     def _orders(self) -> int:
@@ -307,7 +313,8 @@ class CertifiedPLD:
         # below; 327.00 with its own), and a witness's than the upper combination's (2RR n = 3000, ε0 = 8,
         # 200 rounds: m = 0 reaches δ = 1e-12 at ε = 950, where shared tilts' windows had ended; the lower
         # end was 894.5).
-        plans = [self._plan(combo, part, self._tilts(part, index)) for index, combo in enumerate(self._combinations(part))]
+        plans = [self._mixture_plan(combo, part) if self._far_split(combo) is not None else self._plan(combo, part, self._tilts(part, index))
+                 for index, combo in enumerate(self._combinations(part))]
         self._cache[key] = plans
         return plans
 
@@ -330,6 +337,48 @@ class CertifiedPLD:
                 windows.append((theta, lo_index, fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
         return shifts, penalties, windows
 
+    def _far_split(self, combo: Combination) -> tuple[FarSplit, list[Combination]] | None:
+        """The combination as a binomial mixture of narrow compositions where it has rare far losses
+        (:mod:`pldshuffle.pld.far_atoms`), with each narrow composition's lattice measures; else None.  Cached."""
+        key = f"far-{tuple((id(d), n) for d, n in combo)}"
+        if key not in self._cache:
+            split = None
+            if all(d.finite_mass > 0.0 for d, _ in combo):
+                split = split_combination([(d.start, d.masses, n) for d, n in combo], self.spacing, TAIL_TOLERANCE)
+            found = None
+            if split is not None:
+                found = (split, [[(_narrow_direction(combo[p.origin][0], p), p.count) for p in parts] for *_, parts in split.terms])
+            self._cache[key] = found
+        return cast("tuple[FarSplit, list[Combination]] | None", self._cache[key])
+
+    def _mixture_plan(self, combo: Combination, part: str) -> Plan:
+        """A split combination's plan: no shift, and the windows of all its narrow compositions (what the
+        memory check counts)."""
+        split = self._far_split(combo)
+        assert split is not None
+        windows = [w for narrow in split[1] for w in self._narrow_plan(narrow, part)[2]]
+        return np.zeros(1), np.zeros(1), windows
+
+    def _narrow_plan(self, narrow: Combination, part: str) -> Plan:
+        """The plan of one narrow composition at its own saddle points (cached)."""
+        key = f"far-plan-{part}-{tuple((id(d), n) for d, n in narrow)}"
+        if key not in self._cache:
+            self._cache[key] = self._plan(narrow, part, choose_tilts(narrow, self.spacing))
+        return cast(Plan, self._cache[key])
+
+    def _mixture(self, combo: Combination, *, upper: bool) -> MixtureComposite:
+        """A split combination realised: each narrow composition on its own windows, weighted (rounded up for
+        the upper end, down for the lower), the combination's mass at +∞ and, above, the left-out weight."""
+        split = self._far_split(combo)
+        assert split is not None
+        far, narrows = split
+        part = "upper" if upper else "lower"
+        parts = tuple(
+            (w_up if upper else w_low, cast(Composite, self._composite(narrow, upper=upper, plan=self._narrow_plan(narrow, part))))
+            for (w_up, w_low, _), narrow in zip(far.terms, narrows)
+        )
+        return MixtureComposite(parts, compose_infinity(combo, upper=upper), far.booked if upper else 0.0)
+
     def check_budget(self) -> None:
         """Refuse, before realising anything, a composition whose windows together exceed the memory cap."""
         sizes = [size for part in ("upper", "lower") for *_, windows in self._windows(part) for _, _, size in windows]
@@ -343,8 +392,11 @@ class CertifiedPLD:
         beside a randomizer's round held 30 MB, which took the peak to 834 MB under a 512 MiB cap)."""
         return sum(d.masses.nbytes for t in self.terms for d in t.measures())
 
-    def _composite(self, combo: Combination, *, upper: bool, index: int = -1, plan: Plan | None = None) -> Composite:
-        """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`)."""
+    def _composite(self, combo: Combination, *, upper: bool, index: int = -1, plan: Plan | None = None) -> Composite | MixtureComposite:
+        """Combination ``index`` of its part realised, or ``combo`` with its own ``plan`` (:meth:`_plan`); a
+        combination with rare far losses as a mixture of narrow compositions (:meth:`_mixture`)."""
+        if plan is None and self._far_split(combo) is not None:
+            return self._mixture(combo, upper=upper)
         rounds = sum(n for _, n in combo)
         relative = (1.0 + MASS_RTOL) ** rounds - 1.0
         infinity = compose_infinity(combo, upper=upper)
@@ -375,6 +427,22 @@ class CertifiedPLD:
         sizes.add(size)
         return real
 
+
+
+def _narrow_direction(direction: LatticeDirection, part: NarrowFactor) -> LatticeDirection:
+    """One side of ``direction`` in a narrow composition (:mod:`pldshuffle.pld.far_atoms`): finite masses only
+    (the combination's mass at +∞ is added once, by the mixture), each round's loss error kept (the lower
+    end reads n·error further right, as for the whole), and a bound on the side's rounding offsets: the
+    whole's moment generating function less ``log_side`` (each term of it is non-negative), 0 for the far
+    side (offsets are ≥ 0); the mean only places the shifts tried."""
+    log_mgf, mean = None, 0.0
+    if direction.offset_log_mgf is not None:
+        if part.log_side is None:
+            log_mgf = np.zeros_like(direction.offset_log_mgf)
+        else:
+            log_mgf = direction.offset_log_mgf - part.log_side + 1e-12  # covers the subtraction's rounding
+            mean = direction.offset_mean * math.exp(-part.log_side)
+    return LatticeDirection(part.start, part.masses, 0.0, log_mgf, mean, loss_error=direction.loss_error)
 
 
 def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:

@@ -41,13 +41,18 @@ class Composite:
     _suffix_cache: dict[int, tuple[int, int, NDArray[np.float64]]] = field(default_factory=dict, repr=False)
 
     def upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.minimum(self.unclipped_upper(eps), 1.0)
+
+    def unclipped_upper(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Certified upper value of the composed measure's profile at each ε, not clipped at 1 (δ never
+        exceeds 1, but a weighted part of a mixture, :mod:`pldshuffle.pld.far_atoms`, needs its own profile)."""
         if not self.realizations:  # empty finite part
-            return np.full(eps.shape, min(self.infinity, 1.0))
+            return np.full(eps.shape, self.infinity)
         best = np.full(eps.shape, np.inf)
         for r in self.realizations:
             value = r.finite_delta(eps) * (1.0 + r.relative_error + self.relative) + r.error_delta(eps, r.fp_error) + r.top_mass
             best = np.minimum(best, value + np.where(eps < r.lo, r.bottom_mass, 0.0))
-        return np.minimum(self.infinity + best, 1.0)
+        return self.infinity + best
 
     def dominating_measure(self, spacing: float) -> LatticeDirection:
         """One lattice measure dominating the composition (see ``CertifiedPLD.dominating_measures``).

@@ -12,12 +12,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
+from .far_atoms import mixture_width
 from .discretize import lower_error_estimates, moments
 from .distributions import PrivacyLossPair
 from .inversion import grid_crossing
 from ..errors import MemoryBudgetError  # raised here; its home is pldshuffle.errors
 
-__all__ = ["MemoryBudgetError", "check_lattice_span", "choose_spacing", "composed_range", "relative_target"]
+__all__ = ["MemoryBudgetError", "check_lattice_span", "choose_spacing", "composed_range", "gap_scale", "relative_target"]
 
 #: Tilted Chernoff tolerance of every realisation window (folded mass, relative after untilting).
 TAIL_TOLERANCE = 1e-18
@@ -32,10 +33,17 @@ PLAN_BYTES_PER_POINT = 32
 #: Bytes per lattice point of one direction discretised for one round (connect-the-dots masses, the lower
 #: measure and their profiles; measured: ~80 at the peak, kRR strong n = 100 at Δ = 1e-6).
 LATTICE_BYTES_PER_POINT = 96
+#: The lattice on which a ledger is first sized (:func:`composed_range`).
+_COARSE = 1e-3
 #: Automatic spacing keeps the composition window below this many lattice points ...
 MAX_POINTS = 2**21
 #: ... or, where the lower witnesses would still err by more than half the gap target there, this many.
 MAX_REFINED_POINTS = 2**23
+#: Where rare far losses split the composition (pldshuffle.pld.far_atoms), one round's dense lattice measure,
+#: spanning the bulk and the far losses, holds at most this many points (64 rounds of randomized response,
+#: ε0 = 0.1, with a loss of 663 at probability 1e-12: 1.1e7 points at the Δ the windows allowed, ~20 s to
+#: discretise).
+SPAN_POINTS = 2**22
 #: Smallest ε the automatic spacing resolves to the relative target (below it the gap is absolute): short
 #: ledgers, held to the target down to δ = 1e-2, and the others.
 MIN_SCALE = 0.02
@@ -46,6 +54,9 @@ MIN_SCALE_LONG = 0.05
 #: floor at 0: δ(0) ≤ 8e-15 instead of 3.5e-18).
 CHEAP_POINTS = 2**17
 MIN_CHEAP_SCALE = 2e-3
+#: One round is answered on exact pairs, relative down to ε ≈ 1e-4, where its refinement stops at an absolute
+#: gap of 1e-8 (target 1e-4 times this scale).
+ONE_ROUND_SCALE = 1e-4
 #: Δ = target·ε/(divisor·√rounds): the coarser divisor where the lower witnesses' estimated error there is
 #: at most _LOWER_SHARE of the budget target·ε (merged onto the lattice, dense pairs: O(Δ²) per round), the
 #: finer one otherwise (sparse pairs: merging errs O(Δ·gap) per round, rounding down's shift O(Δ√rounds)).
@@ -66,18 +77,10 @@ def composed_range(
     window at θ = 0 (Chernoff tails 1e-18); a lattice of spacing Δ needs about ``width/Δ`` points.  Only
     sizes the lattice: no bound depends on it.
     """
-    coarse = 1e-3
+    coarse = _COARSE
     epsilon, width = 0.0, 0.0
     for order in (0, 1):
-        factors = []
-        for pair, count in pairs:
-            direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(coarse)
-            finite = float(direction.upper.sum())
-            if finite > 0:
-                # The finite losses' own law: a large mass at +∞ would otherwise pull the estimate to 0 and the
-                # lattice to its finest (kRR strong n = 100, k = 3, ε0 = 4.7, 64 rounds, where every δ < 1 - 2e-15
-                # has ε = ∞: 8.4e6 points, 1.7 GB, 4.6 s).
-                factors.append(Factor(direction.upper_start, direction.upper / finite, count))
+        factors = _finite_factors(pairs, order)
         if not factors:
             continue
         lo, hi = window(factors, coarse, 0.0, TAIL_TOLERANCE)
@@ -86,6 +89,30 @@ def composed_range(
         chernoff = float(np.min((log_m - math.log(delta)) / CHERNOFF_LAMBDAS))
         epsilon = max(epsilon, min(chernoff, _gaussian_epsilon(factors, coarse, delta, chernoff)) if gaussian else chernoff)
     return epsilon, width
+
+
+def _finite_factors(pairs: list[tuple[PrivacyLossPair, int]], order: int) -> list[Factor]:
+    """One order of the ledger on the coarse lattice: each entry's finite losses, conditioned on being finite
+    (a large mass at +∞ would otherwise pull the estimate to 0 and the lattice to its finest: kRR strong
+    n = 100, k = 3, ε0 = 4.7, 64 rounds, where every δ < 1 - 2e-15 has ε = ∞: 8.4e6 points, 1.7 GB, 4.6 s)."""
+    factors = []
+    for pair, count in pairs:
+        direction = pair.directions[min(order, len(pair.directions) - 1)].discretize(_COARSE)
+        finite = float(direction.upper.sum())
+        if finite > 0:
+            factors.append(Factor(direction.upper_start, direction.upper / finite, count))
+    return factors
+
+
+def _order_widths(pairs: list[tuple[PrivacyLossPair, int]]) -> list[tuple[float, float | None]]:
+    """Per order of the ledger (:func:`_finite_factors`): the whole composition's θ = 0 window length and,
+    where it has rare far losses, that of its widest narrow composition (else None)."""
+    widths = []
+    for order in (0, 1):
+        if factors := _finite_factors(pairs, order):
+            lo, hi = window(factors, _COARSE, 0.0, TAIL_TOLERANCE)
+            widths.append((hi - lo, mixture_width(factors, _COARSE, TAIL_TOLERANCE)))
+    return widths or [(0.0, None)]
 
 
 def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceiling: float) -> float:
@@ -150,7 +177,15 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
         scale = max(epsilon, min(scale, max(MIN_CHEAP_SCALE, width * _COARSE_DIVISOR * math.sqrt(rounds) / (target * CHEAP_POINTS))))
 
     def clipped(spacing: float, points: int = MAX_POINTS) -> float:
-        return float(np.clip(max(spacing, width / points), 1e-7, 1e-2))
+        wide = width
+        if width / spacing > points:
+            # Where rare far losses make the window too wide, the composition is a mixture of narrow ones
+            # (pldshuffle.pld.far_atoms): each order is sized by the widest window it will actually realise.
+            wide = max(narrow or whole if whole / spacing > points else whole for whole, narrow in _order_widths(pairs))
+            # One round's lattice measure still spans its whole loss range densely: at most SPAN_POINTS points.
+            span = max((float(np.ptp(d.losses)) for pair, _ in pairs for d in pair.directions if d.losses.size), default=0.0)
+            wide = max(wide, span * points / SPAN_POINTS)
+        return float(np.clip(max(spacing, wide / points), 1e-7, 1e-2))
 
     def lower_error(spacing: float) -> float:
         return sum(_lower_error(pair, count, spacing) for pair, count in pairs)
@@ -175,6 +210,16 @@ def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> f
 def _lower_error(pair: PrivacyLossPair, count: int, spacing: float) -> float:
     """Estimated error in ε of the pair's lower witness (the worse order) composed ``count`` times at ``spacing``."""
     return max(min(lower_error_estimates(d.discretize(spacing).lower_errors(), count)) for d in pair.directions)
+
+
+def gap_scale(rounds: int) -> float:
+    """Smallest ε at which a ledger of ``rounds`` rounds is held to its relative-gap target; below it the
+    target is absolute, ``target·gap_scale(rounds)`` (``ONE_ROUND_SCALE`` for one round, ``MIN_SCALE`` up to
+    ``SHORT_LEDGER`` rounds, ``MIN_SCALE_LONG`` beyond).  Used to judge a bracket loose
+    (:mod:`pldshuffle._gap`)."""
+    if rounds <= 1:
+        return ONE_ROUND_SCALE
+    return MIN_SCALE if rounds <= SHORT_LEDGER else MIN_SCALE_LONG
 
 
 def relative_target(rounds: int) -> float:

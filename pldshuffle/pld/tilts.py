@@ -20,6 +20,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["choose_tilts", "distinct_tilts", "tail_score"]
 
+#: Candidate tilts, ~23 a decade.  Small losses need large θ (≈ 450 at ε ≈ 0.09, 7e5 at ε ≈ 5e-5); huge
+#: ones small θ: the saddle point is ≈ log(1/δ)/ε, and rare huge losses put ε in the thousands (64 rounds of
+#: P = [0.05, 0.95] against Q = [1e-300, 1 - 1e-300], loss 687.8 with probability 0.05: ε(1e-9) = 12376.7,
+#: saddle θ ≈ 2.9e-3).  Candidates starting at 1e-2 had tilted that ledger too far (the error bound at ε grows
+#: like e^{(θ - θ*)·(hits)·687.8}), leaving θ = 0 with an absolute round-off of 7e-10 to decide δ = 1e-9:
+#: bracket [9626.26, 19349.47], 1.6e-6 wide with its saddle point.
+_TILT_CANDIDATES = np.geomspace(1e-6, CHERNOFF_LAMBDAS[-1], 300)
 #: δ levels whose Chernoff saddle points set the tilts (θ = 0 is always included) ...
 _TILT_DELTAS = (1e-8, 1e-14)
 #: ... and for ledgers of more rounds also this one: the FFT's certified round-off grows with the rounds
@@ -36,8 +43,7 @@ def choose_tilts(combo: list[tuple[LatticeDirection, int]], spacing: float) -> l
     factors = [d.factor(n) for d, n in combo if d.finite_mass > 0]
     if not factors or sum(n for _, n in combo) == 1:
         return [0.0]
-    # Small losses need large θ (≈ 450 at ε ≈ 0.09, 7e5 at ε ≈ 5e-5); ~23 candidates per decade.
-    thetas = np.geomspace(1e-2, CHERNOFF_LAMBDAS[-1], 208)
+    thetas = _TILT_CANDIDATES
     log_m = composed_log_mgf(factors, spacing, thetas)
     long = sum(n for _, n in combo) > _LONG_LEDGER
     levels = ((_LONG_TILT_DELTA,) if long else ()) + _TILT_DELTAS

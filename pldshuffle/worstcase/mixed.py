@@ -117,7 +117,8 @@ def strategy_lowers(pld: LedgerPLD, products: list[tuple[int, int, ProductLower]
                 seen.add(key)
                 ready = cast(Combination, combo)  # no None left
                 try:
-                    found.append(pld._composite(ready, upper=False, plan=pld._plan(ready, "lower", choose_tilts(ready, pld.spacing))))
+                    # With its own plan a combination is composed whole (never a far-loss mixture).
+                    found.append(cast(Composite, pld._composite(ready, upper=False, plan=pld._plan(ready, "lower", choose_tilts(ready, pld.spacing)))))
                 except MemoryBudgetError:  # an optional lower end: the others stand without it
                     continue
     return found
