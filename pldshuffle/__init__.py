@@ -23,6 +23,7 @@ __version__ = "0.2.0"
 
 #: Public name -> submodule defining it (the mechanisms are added from their registry below).
 _EXPORTS = {
+    "BlanketPair": ".mechanisms.blanket",
     "CalibrationResult": ".calibrate",
     "CertifiedPLD": ".pld.certified",
     "DeltaBounds": ".results",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from . import randomizers
     from .calibrate import CalibrationResult, calibrate_local_epsilon, find_max_rounds, find_min_users
     from .pld.certified import CertifiedPLD
+    from .mechanisms.blanket import BlanketPair
     from .mechanisms.labelled_clones import LabelledClonePair
     from .mechanisms.base import PairFamily, ShuffleMechanism
     from .mechanisms.binary_rr import ShuffledBinaryRR

@@ -105,10 +105,11 @@ def _plain(text: str) -> str:
 
 
 def _first_sentence(text: str) -> str:
-    """Up to the first ``.`` or ``;`` followed by a space outside parentheses (without a final ``;``)."""
+    """Up to the first ``.`` or ``;`` followed by a space outside brackets (without a final ``;``).  Any
+    closing bracket closes any opening one: intervals such as ``(0, 1]`` are balanced."""
     depth = 0
     for i, char in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(char, 0)
+        depth = max(0, depth + (char in "([{") - (char in ")]}"))
         if depth == 0 and char in ".;" and text[i + 1 : i + 2] in (" ", ""):
             return text[: i + (char == ".")]
     return text

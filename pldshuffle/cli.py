@@ -88,6 +88,8 @@ examples:
       --compose krr:num_users=1000,domain_size=4,gamma=0.25:count=2 --delta 1e-6
   pldshuffle epsilon --mechanism ldp --randomizer oue --domain-size 1024 \\
       --num-users 100000 --local-epsilon 2 --delta 1e-6
+  pldshuffle epsilon --mechanism ldp --randomizer oue --domain-size 1024 \\
+      --num-users 100000 --local-epsilon 2 --participation 0.5 --reduction blanket --delta 1e-6
 """,
     "delta": """\
 examples:

@@ -734,7 +734,7 @@ def test_terms_measures_count_against_the_cap():
     """The terms' own lattice measures are held while the windows are realised: a randomizer's round beside
     a 4-round 2RR block (30 MB of measures) peaked at 834 MiB under a 512 MiB cap before they counted."""
     cap = 2**29
-    result = _capped_run(cap, "acc.compose(ps.ShuffledLDP(2768, randomizer=ps.randomizers.KaryRR(18, 0.361)))\n"
+    result = _capped_run(cap, "acc.compose(ps.ShuffledLDP(2768, randomizer=ps.randomizers.KaryRR(18, 0.361), reduction=\"randomizer\"))\n"
                               "acc.compose(ps.ShuffledBinaryRR(157, 0.143), 4)", 1e-6)
     assert not isinstance(result["outcome"], str), result["outcome"]
     assert result["rss"] <= cap + 300 * 2**20

@@ -250,7 +250,7 @@ FLAG_RUNS = {
         ["--mechanism", "ldp", *SMALL, "--reduction", "fmt23", "--delta", "1e-3"],
         ["--compose", "binary-rr:num_users=50,local_epsilon=1,dataset=khh21:count=2", "--spec", "SPEC", "--delta", "1e-3"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6", "--subset-size", "2",
-         "--local-epsilon", "1", "--delta", "1e-3"],
+         "--local-epsilon", "1", "--participation", "0.5", "--delta", "1e-3"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
          "--hash-range", "4", "--local-epsilon", "1", "--delta", "1e-3"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--delta", "1e-3"],
@@ -263,7 +263,7 @@ FLAG_RUNS = {
         ["--mechanism", "ldp", *SMALL, "--reduction", "fmt20", "--epsilon", "0.5"],
         ["--compose", "binary-rr:num_users=50,local_epsilon=1,dataset=khh21", "--spec", "SPEC", "--epsilon", "0.5"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6", "--subset-size", "2",
-         "--local-epsilon", "1", "--epsilon", "0.5"],
+         "--local-epsilon", "1", "--participation", "0.5", "--epsilon", "0.5"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
          "--hash-range", "4", "--local-epsilon", "1", "--epsilon", "0.5"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--epsilon", "0.5"],
@@ -278,7 +278,7 @@ FLAG_RUNS = {
         ["rounds", "--mechanism", "krr", "--num-users", "50", "--domain-size", "3", "--gamma", "0.5",
          "--adversary", "strong", "--target-epsilon", "2", "--delta", "1e-3", "--progress"],
         ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "subset", "--domain-size", "6",
-         "--subset-size", "2", "--local-epsilon", "1", "--target-epsilon", "2", "--delta", "1e-3"],
+         "--subset-size", "2", "--local-epsilon", "1", "--participation", "0.5", "--target-epsilon", "2", "--delta", "1e-3"],
         ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
          "--hash-range", "4", "--local-epsilon", "1", "--target-epsilon", "2", "--delta", "1e-3"],
         ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX",
@@ -350,7 +350,8 @@ def _main_out(argv: list[str], capsys) -> tuple[int, str, str]:
 
 def test_ldp_randomizer_flags(capsys):
     code, out, err = _main_out(["epsilon", "--mechanism", "ldp", "--randomizer", "krr", "--domain-size", "4",
-                                "--num-users", "10000", "--local-epsilon", "4", "--delta", "1e-6", "--json", "--quiet"], capsys)
+                                "--num-users", "10000", "--local-epsilon", "4", "--reduction", "randomizer",
+                                "--delta", "1e-6", "--json", "--quiet"], capsys)
     assert code == 0, err
     record = json.loads(out)
     assert record["is_guarantee"] and 0.410809 - 1e-6 <= record["upper"] <= 0.410816 + 1e-6

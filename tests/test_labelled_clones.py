@@ -202,7 +202,7 @@ def test_wang_pairs_with_residual_fail_brute_force(rand, eps, exact, wang):
         mech = ps.ShuffledLDP(n, randomizer=rand, reduction="wang24")
     assert mech.labelled_pairs()[0].delta(eps)[0] == pytest.approx(wang, abs=5e-6)
     assert not mech.pair_family().is_guarantee
-    certified = ps.ShuffledLDP(n, randomizer=rand)
+    certified = ps.ShuffledLDP(n, randomizer=rand, reduction="randomizer")
     assert max(p.delta(eps)[0] for p in certified.labelled_pairs()) >= truth
 
 

@@ -118,11 +118,14 @@ def test_docstring_parameters_first_sentence():
             First sentence (with a; semicolon inside). Second sentence.
         beta : {"a", "b"}
             ``"a"`` is the default; ``"b"`` is the other.
+        gamma : float
+            A probability in (0, 1] (default 1). More.
         """
 
     assert _cli_fields.docstring_parameters(Toy) == {
         "alpha": "First sentence (with a; semicolon inside).",
         "beta": '"a" is the default',
+        "gamma": "A probability in (0, 1] (default 1).",
     }
 
 

@@ -126,7 +126,7 @@ BRUTE_EPS = [0.0, 0.1, 0.25, 0.5, 1.0, 1.5]
 def test_certified_pair_dominates_every_dataset(rand, n):
     """Brute force over every dataset (victim pair, multiset of the others' inputs), both directions."""
     worst = finite_worst_case_delta(rand.matrix().tolist(), n, BRUTE_EPS)
-    mech = ps.ShuffledLDP(n, randomizer=rand)
+    mech = ps.ShuffledLDP(n, randomizer=rand, reduction="randomizer")
     family = mech.pair_family()
     for eps, (exact, _) in zip(BRUTE_EPS, worst):
         assert exact <= _certified_delta(rand, n, eps) * (1 + 1e-9) + 1e-13
@@ -192,20 +192,21 @@ def test_pareto_members_drop_dominated_and_merge_soundly():
 
 
 def test_randomizer_specific_matches_fmt23_and_fmt20_anchors():
-    """kRR is in FMT23's class: the automatic choice reproduces the FMT23 anchor (δ = 1e-6, n = 1e4, ε0 = 4:
-    ε ∈ [0.410809, 0.410816]); OUE is not: the automatic choice equals FMT20."""
-    b = ps.FourierAccountant().compose(ps.ShuffledLDP(10_000, randomizer=KaryRR(10, 4.0))).get_epsilon_bounds(1e-6)
+    """kRR is in FMT23's class: the labelled clone reduction reproduces the FMT23 anchor (δ = 1e-6, n = 1e4,
+    ε0 = 4: ε ∈ [0.410809, 0.410816]); OUE is not: its labelled clone reduction equals FMT20."""
+    clone = {"reduction": "randomizer"}
+    b = ps.FourierAccountant().compose(ps.ShuffledLDP(10_000, randomizer=KaryRR(10, 4.0), **clone)).get_epsilon_bounds(1e-6)
     assert b.is_guarantee and 0.410809 - 1e-6 <= b.lower <= b.upper <= 0.410816 + 1e-6
-    b = ps.FourierAccountant().compose(ps.ShuffledLDP(1000, randomizer=KaryRR(3, 1.0))).get_epsilon_bounds(1e-6)
+    b = ps.FourierAccountant().compose(ps.ShuffledLDP(1000, randomizer=KaryRR(3, 1.0), **clone)).get_epsilon_bounds(1e-6)
     assert b.upper == pytest.approx(0.148671, abs=2e-6)
-    oue = ps.FourierAccountant().compose(ps.ShuffledLDP(10_000, randomizer=OUE(1024, 2.0))).get_epsilon_bounds(1e-6)
+    oue = ps.FourierAccountant().compose(ps.ShuffledLDP(10_000, randomizer=OUE(1024, 2.0), **clone)).get_epsilon_bounds(1e-6)
     fmt20 = ps.FourierAccountant().compose(ps.ShuffledLDP(10_000, 2.0, "fmt20")).get_epsilon_bounds(1e-6)
     assert oue.upper == pytest.approx(fmt20.upper, rel=1e-9)
 
 
 def test_shuffled_ldp_api():
     mech = ps.ShuffledLDP(1000, randomizer=OUE(16, 1.0))
-    assert mech.reduction == "randomizer" and mech.local_epsilon == 1.0
+    assert mech.reduction == "blanket" and mech.local_epsilon == 1.0
     assert "optimized unary encoding" in mech.describe()
     assert hash(mech) == hash(ps.ShuffledLDP(1000, randomizer=OUE(16, 1.0)))
     assert ps.ShuffledLDP(1000, 1.0).reduction == "fmt20"
@@ -230,7 +231,7 @@ def test_finite_with_a_zero_entry_has_infinite_epsilon_and_uses_p_infinite():
     M = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.25, 0.5, 0.25]])
     rand = Finite(M)
     assert rand.local_epsilon == math.inf
-    mech = ps.ShuffledLDP(4, randomizer=rand)
+    mech = ps.ShuffledLDP(4, randomizer=rand, reduction="randomizer")
     assert any(p.ratio == math.inf for p in mech.labelled_pairs())
     worst = finite_worst_case_delta(M.tolist(), 4, BRUTE_EPS)
     for eps, (exact, _) in zip(BRUTE_EPS, worst):
@@ -278,7 +279,7 @@ def test_per_pair_family_composes_each_member():
     """Two non-dominated members: the composed bracket contains the max over members of the exact composition."""
     M = np.array([[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]])
     n, rounds = 5, 3
-    mech = ps.ShuffledLDP(n, randomizer=Finite(M))
+    mech = ps.ShuffledLDP(n, randomizer=Finite(M), reduction="randomizer")
     assert len(mech.labelled_pairs()) == 2
     acc = ps.FourierAccountant().compose(mech, count=rounds)
     for eps in (0.5, 1.5):

@@ -11,13 +11,17 @@ from typing import TYPE_CHECKING
 
 from .registry import MECHANISMS
 
-#: Public name -> module defining it: the registered mechanisms, and the labelled clone pair.
-_EXPORTS = {entry.class_name: entry.module for entry in MECHANISMS} | {"LabelledClonePair": ".labelled_clones"}
+#: Public name -> module defining it: the registered mechanisms, and the pairs of ShuffledLDP's reductions.
+_EXPORTS = {entry.class_name: entry.module for entry in MECHANISMS} | {
+    "BlanketPair": ".blanket",
+    "LabelledClonePair": ".labelled_clones",
+}
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
+    from .blanket import BlanketPair
     from .clones import ShuffledLDP
     from .generic import PairMechanism
     from .krr import ShuffledKRR

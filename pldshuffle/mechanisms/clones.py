@@ -1,6 +1,7 @@
-"""Clone reductions: shuffle amplification for *any* ε0-LDP randomiser (docs/mathematics.md, "Clone reductions").
+"""Shuffle amplification for *any* ε0-LDP randomiser: the blanket pair and the clone reductions.
 
-:class:`ShuffledLDP` analyses every certified reduction (FMT20, FMT23, a randomizer's own constants)
+:class:`ShuffledLDP` analyses a given randomizer by its blanket pair (:mod:`pldshuffle.mechanisms.blanket`,
+the default) and every certified clone reduction (FMT20, FMT23, a randomizer's own constants)
 through the one pair class :class:`~pldshuffle.mechanisms.labelled_clones.LabelledClonePair`; pair F below
 is that class with ``r0 = r1 = p_c/2`` and no residual; its layout lives in
 :mod:`pldshuffle.mechanisms._clone_layout` and its kernels in :mod:`pldshuffle._kernels.clones`.  :func:`clone_pair` / :func:`clone_pair_bounds` expose pair F and
@@ -66,11 +67,13 @@ from typing import Literal, get_args
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
 from .._validation import check_choice, check_local_epsilon, check_num_users, check_real, check_size, show
 from ..randomizers.base import Randomizer
+from .blanket import BlanketPair, check_participation
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .labelled_clones import LabelledClonePair
 
 __all__ = [
+    "BLANKET_DEFAULT_SECONDS",
     "EXACT_SUPPORT_LIMIT",
     "MAX_EXACT_SUPPORT",
     "MAX_STREAMED_SUPPORT",
@@ -83,13 +86,16 @@ __all__ = [
 
 
 #: The reductions ``reduction`` may select (the command line lists them from this annotation).
-Reduction = Literal["fmt20", "fmt23", "randomizer", "khh21", "wang24"]
+Reduction = Literal["blanket", "fmt20", "fmt23", "randomizer", "khh21", "wang24"]
 _REDUCTIONS = get_args(Reduction)
-#: The default of ``reduction``: "randomizer" when a randomizer is given, else "fmt20".
-_DEFAULT = "default"
 
 
 _CAVEATS = {
+    "blanket": (
+        "blanket pair (Balle-Bell-Gascon-Nissim decomposition): a guarantee for this randomizer, never looser than "
+        "the labelled clone pairs; the bracket is that of the blanket pair, the exact shuffled randomizer may have a "
+        "smaller epsilon",
+    ),
     "fmt20": (
         "FMT20 clone reduction (Thm 3.2): a guarantee for every ε0-LDP randomizer; the bracket is that of the "
         "reduction's pair, a specific randomizer may have a smaller ε",
@@ -114,6 +120,12 @@ _CAVEATS = {
         "RR, ε0=6, n=1000: the pair gives ε=5.775 at δ=1e-6, the real mechanism has δ(5.775)=1.4e-3)",
     ),
 }
+#: The default of ``reduction`` (a sentinel): chosen from whether a randomizer is given (see the class docstring).
+_DEFAULT = "default"
+#: The default reduction with a randomizer is the blanket pair unless its estimated build time
+#: (:meth:`~pldshuffle.mechanisms.blanket.BlanketPair.build_seconds`) is above this; then the labelled clone
+#: pair ``"randomizer"`` (the caveats say so).  ``reduction="blanket"`` always computes it.
+BLANKET_DEFAULT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -127,8 +139,18 @@ class ShuffledLDP(ShuffleMechanism):
     local_epsilon : float, optional
         ``ε0 > 0`` (at most 500) of the local randomizer.  Taken from ``randomizer`` when one is given
         (then it must be omitted or equal the randomizer's true ε0).
-    reduction : {"fmt20", "fmt23", "randomizer", "khh21", "wang24"}, optional
-        Default: ``"randomizer"`` when a randomizer is given (the tightest proven choice), else ``"fmt20"``.
+    reduction : {"blanket", "fmt20", "fmt23", "randomizer", "khh21", "wang24"}, optional
+        Default: ``"blanket"`` when a randomizer is given (the tightest proven choice; ``"randomizer"`` where
+        the blanket pair is not available or estimated to take more than :data:`BLANKET_DEFAULT_SECONDS`,
+        as the caveats say), else ``"fmt20"``.
+
+        * ``"blanket"``: the blanket pair of the randomizer
+          (:class:`~pldshuffle.mechanisms.blanket.BlanketPair`; Balle, Bell, Gascón, Nissim, CRYPTO 2019):
+          every report is a fresh draw from ``ω = min_x R(x)/γ`` with probability ``γ = Σ_y min_x R(x)(y)``;
+          the pair reveals how many such draws there are and compares the victim's report among them.  A
+          guarantee, never looser than the labelled clone pairs (every clone reduction is a coarser
+          decomposition); for k-ary and binary RR it is the weak kRR pair of
+          :class:`~pldshuffle.ShuffledKRR`.
 
         * ``"fmt20"``: labelled clone pair with ``p = e^{ε0}``, ``r = e^{-ε0}/2`` -- Feldman, McMillan,
           Talwar, "Hiding among the clones" (FOCS 2021), Thm 3.2.  Valid for **every** ε0-LDP
@@ -152,8 +174,14 @@ class ShuffledLDP(ShuffleMechanism):
           whenever ``β < (e^{ε0}-1)/(e^{ε0}+1)`` the pair has a residual and the real shuffled
           randomizer can exceed it (3-ary RR, ε0 = 6, n = 1000, δ = 1e-6: 5.775 vs δ(5.775) = 1.4e-3).
     randomizer : pldshuffle.randomizers.Randomizer, optional
-        The local randomizer (needed for ``"randomizer"`` and ``"wang24"``; with ``"fmt23"`` its class
-        membership is checked).
+        The local randomizer (needed for ``"blanket"``, ``"randomizer"`` and ``"wang24"``; with ``"fmt23"``
+        its class membership is checked).
+    participation : float, optional
+        Poisson participation: each user reports with probability ``q ∈ (0, 1]`` (default 1) and the analyst
+        sees how many reports arrived.  ``"blanket"`` uses it (a void report every input gives equally joins
+        the blanket: ``γ_q = 1 - q + qγ``); ``"fmt20"``, ``"fmt23"`` and ``"randomizer"`` accept it but their
+        pairs do not change (the void report leaves their constants as they are); the reproduction-only
+        reductions refuse it.
 
     Notes
     -----
@@ -174,7 +202,7 @@ class ShuffledLDP(ShuffleMechanism):
     True
     >>> oue = ShuffledLDP(10_000, randomizer=ps.randomizers.OUE(domain_size=1024, local_epsilon=1.0))
     >>> oue.reduction, oue.local_epsilon
-    ('randomizer', 1.0)
+    ('blanket', 1.0)
     """
 
     switch = "reduction"  # the field that selects what is analysed (read by the privacy statements)
@@ -183,9 +211,11 @@ class ShuffledLDP(ShuffleMechanism):
     local_epsilon: float | None = None
     reduction: Reduction = _DEFAULT  # type: ignore[assignment]  # a sentinel: chosen from randomizer
     randomizer: Randomizer | None = None
+    participation: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_num_users(self.num_users))
+        object.__setattr__(self, "participation", check_participation(self.participation))
         if self.randomizer is not None and not isinstance(self.randomizer, Randomizer):
             raise TypeError(
                 f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}"
@@ -202,14 +232,37 @@ class ShuffledLDP(ShuffleMechanism):
             object.__setattr__(self, "local_epsilon", true_eps0)
         elif self.local_epsilon is None:
             raise TypeError("ShuffledLDP needs local_epsilon or randomizer")
-        default = "randomizer" if self.randomizer is not None else "fmt20"
-        reduction = default if self.reduction == _DEFAULT else self.reduction
+        fallback = ""
+        if self.reduction == _DEFAULT:
+            reduction = "fmt20"
+            if self.randomizer is not None:
+                reduction = "blanket"
+                blanket = self._blanket_pair()
+                fallback = blanket.unavailable
+                if not fallback and blanket.build_seconds() > BLANKET_DEFAULT_SECONDS:
+                    fallback = (f"its estimated build time, {blanket.build_seconds():.3g} s, is above {BLANKET_DEFAULT_SECONDS:g} s; "
+                                "pass reduction='blanket' to compute it anyway")
+                if fallback:
+                    reduction = "randomizer"
+        else:
+            reduction = self.reduction
         check_choice("reduction", reduction, _REDUCTIONS)
         object.__setattr__(self, "reduction", reduction)
-        if reduction in ("randomizer", "wang24") and self.randomizer is None:
+        object.__setattr__(self, "_fallback", fallback)
+        if reduction in ("blanket", "randomizer", "wang24") and self.randomizer is None:
             raise ValueError(f"reduction={reduction!r} needs randomizer=...")
+        if reduction == "blanket" and self._blanket_pair().unavailable:
+            raise ValueError(
+                f"reduction='blanket' is not available for {self.randomizer.describe()} with num_users={self.num_users}: "  # type: ignore[union-attr]
+                f"{self._blanket_pair().unavailable}; use reduction='randomizer' (the labelled clone pair)"
+            )
+        if self.participation < 1.0 and reduction in ("khh21", "wang24"):
+            raise ValueError(
+                f"participation={self.participation!r} is supported with reductions 'blanket', 'randomizer', 'fmt20' and "
+                f"'fmt23', not with the reproduction-only reduction={reduction!r}; use participation=1"
+            )
         eps0 = check_real("local_epsilon", self.local_epsilon)
-        finite_ok = reduction == "randomizer"  # a randomizer with a zero output probability has ε0 = inf
+        finite_ok = reduction in ("randomizer", "blanket")  # a randomizer with a zero output probability has ε0 = inf
         if not (finite_ok and eps0 == math.inf):
             eps0 = check_local_epsilon(self.local_epsilon)
         object.__setattr__(self, "local_epsilon", eps0)
@@ -225,6 +278,19 @@ class ShuffledLDP(ShuffleMechanism):
             )
         self._check_size()
 
+    def _blanket_pair(self) -> BlanketPair:
+        """The blanket pair of the randomizer (built once: its plan inspects the randomizer's types)."""
+        cached = self.__dict__.get("_blanket")
+        if cached is None:
+            cached = BlanketPair(self.num_users, self.randomizer, self.participation)  # type: ignore[arg-type]
+            object.__setattr__(self, "_blanket", cached)
+        return cached
+
+    @property
+    def blanket_pair(self) -> BlanketPair | None:
+        """The :class:`~pldshuffle.mechanisms.blanket.BlanketPair` analysed (``reduction="blanket"``), else ``None``."""
+        return self._blanket_pair() if self.reduction == "blanket" else None
+
     @property
     def _eps0(self) -> float:
         """``local_epsilon`` after validation (always set by ``__post_init__``)."""
@@ -234,9 +300,12 @@ class ShuffledLDP(ShuffleMechanism):
     @property
     def clone_probability(self) -> float:
         """Smallest ``p_c = r0 + r1`` among the pairs used: ``e^{-ε0}`` (fmt20, khh21), ``2/(e^{ε0}+1)``
-        (fmt23), ``2 min r*`` (randomizer), ``r0 + r1`` of Wang's pair (wang24)."""
+        (fmt23), ``2 min r*`` (randomizer), ``r0 + r1`` of Wang's pair (wang24); NaN for ``"blanket"`` (no
+        clones: see :attr:`blanket_pair`)."""
         if self.reduction == "khh21":
             return float(math.exp(-self._eps0))
+        if self.reduction == "blanket":
+            return math.nan
         return float(min(p.r0 + p.r1 for p in self.labelled_pairs()))
 
     @property
@@ -245,7 +314,7 @@ class ShuffledLDP(ShuffleMechanism):
         return "K" if self.reduction == "khh21" else "F"
 
     def labelled_pairs(self) -> tuple[LabelledClonePair, ...]:
-        """The labelled clone pairs whose worst case is analysed (empty for ``"khh21"``)."""
+        """The labelled clone pairs whose worst case is analysed (empty for ``"khh21"`` and ``"blanket"``)."""
         n, eps0 = self.num_users, self._eps0
         if self.reduction == "fmt20":
             return (LabelledClonePair.fmt20(n, eps0),)
@@ -266,17 +335,23 @@ class ShuffledLDP(ShuffleMechanism):
         """Number of support points of the truncated pair(s) (decides exact vs streamed evaluation)."""
         if self.reduction == "khh21":
             return clone_support_size(self.num_users, self._eps0, self.clone_probability, tail_mass, variant="K")
+        if self.reduction == "blanket":
+            return sum(d.support_size for pair in self._blanket_pair().pair_bounds(tail_mass=tail_mass)[1] for d in pair.directions)
         return sum(p.support_size(tail_mass=tail_mass) for p in self.labelled_pairs())
 
     def family_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
         """Streaming the clone pairs' supports (``POINT_SECONDS`` per point of their O(1) estimate)."""
         if self.reduction == "khh21":
             return streaming_seconds(support_estimate(self.num_users, self.clone_probability, 0.5, tail_mass))
+        if self.reduction == "blanket":
+            return self._blanket_pair().build_seconds(tail_mass=tail_mass)
         return sum(p.build_seconds(tail_mass=tail_mass) for p in self.labelled_pairs())
 
     def _check_size(self) -> None:
         """Refuse (ValueError) at construction a pair whose O(1) support estimate at the default tail mass
         is far (4×) above :data:`MAX_STREAMED_SUPPORT`; the exact count is checked when the pair is laid out."""
+        if self.reduction == "blanket":
+            return  # BlanketPair refuses oversized requests itself (its plan)
         if self.reduction == "khh21":
             estimate = support_estimate(self.num_users, self.clone_probability, 0.5, DEFAULT_TAIL_MASS)
         else:
@@ -289,6 +364,7 @@ class ShuffledLDP(ShuffleMechanism):
 
     def describe(self) -> str:
         names = {
+            "blanket": "blanket pair (tightest decomposition)",
             "fmt20": "FMT20 clone reduction (any ε0-LDP randomizer)",
             "fmt23": "FMT23 clone reduction (restricted class: R(z)(e^ε0+1) >= R(x)+R(x'))",
             "khh21": "KHH21 eq. (6.1) clone pair (no proof known; figure reproduction only)",
@@ -298,18 +374,22 @@ class ShuffledLDP(ShuffleMechanism):
         what = "ε0-LDP randomizer" if self.randomizer is None else self.randomizer.describe()
         if self.reduction == "khh21":
             constants = f"clone probability {self.clone_probability:.6g}"
+        elif self.reduction == "blanket":
+            bp = self._blanket_pair()
+            constants = bp.model.describe() if bp.model is not None else f"{len(bp.methods)} victim pair(s), evaluated exactly"
         else:
             constants = "; ".join(
                 f"p={p.ratio:.6g}, r0={p.r0:.6g}, r1={p.r1:.6g}, g={p.residual:.6g}" for p in self.labelled_pairs()
             )
         eps0 = f"ε0={self._eps0:g}, " if self.randomizer is None else ""  # the randomizer names its ε0
+        part = f"participation q={self.participation:g} (the analyst sees how many reported), " if self.participation < 1.0 else ""
         return (
-            f"shuffled {what}, n={self.num_users}, {eps0}replace-one neighbours, "
+            f"shuffled {what}, n={self.num_users}, {eps0}{part}replace-one neighbours, "
             f"analyst sees the shuffled reports; {names[self.reduction]}: {constants}"
         )
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
-        caveats = _CAVEATS[self.reduction]
+        caveats: tuple[str, ...] = _CAVEATS[self.reduction]
         guarantee = self.reduction not in ("khh21", "wang24")
         if self.reduction == "fmt23" and self.randomizer is not None:
             if self.randomizer.in_fmt23_class:
@@ -318,11 +398,21 @@ class ShuffledLDP(ShuffleMechanism):
             else:
                 guarantee = False
                 caveats = ("NOT A GUARANTEE: the randomizer fails FMT23's class test R(z)(y)(e^ε0+1) >= R(x)(y) + "
-                           "R(x')(y) at its true ε0; use reduction='randomizer' (the default) or 'fmt20'",)
+                           "R(x')(y) at its true ε0; use reduction='blanket' (the default), 'randomizer' or 'fmt20'",)
+        fallback = self.__dict__.get("_fallback", "")
+        if fallback:
+            caveats = (*caveats, f"the blanket pair (the default) is not available here ({fallback}): the labelled clone "
+                       "pair 'randomizer' was used instead")
+        if self.participation < 1.0 and self.reduction != "blanket":
+            caveats = (*caveats, "participation: this clone reduction does not use it (the void report leaves its "
+                       "constants unchanged); reduction='blanket' does")
         if self.reduction == "khh21":
             args = (self.num_users, self._eps0, self.clone_probability, tail_mass)
             lower, upper = clone_pair_bounds(*args, variant="K")
             brackets = [(lower, upper)]
+        elif self.reduction == "blanket":
+            lowers, uppers = self._blanket_pair().pair_bounds(tail_mass=tail_mass)
+            brackets = list(zip(lowers, uppers))
         else:
             brackets = [p.pair_bounds(tail_mass=tail_mass) for p in self.labelled_pairs()]
         # The shuffled reports are a post-processing of the differing user's ε0-LDP report, so no outcome's

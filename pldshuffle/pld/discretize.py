@@ -59,7 +59,10 @@ from .._kernels import UNIT_ROUNDOFF as _U, connect_the_dots, merge_to_lattice, 
 if TYPE_CHECKING:  # pragma: no cover
     from .distributions import LossDistribution
 
-__all__ = ["ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "discretize", "lattice_distributions", "lower_error_estimates", "moments"]
+__all__ = [
+    "ROUNDING_SCALES", "DiscretizedDirection", "LowerMeasure", "contraction_offsets", "discretize", "lattice_distributions",
+    "lower_error_estimates", "moments", "spread_to_ends",
+]
 
 #: ``λ·dx`` values at which the rounding-offset MGF is recorded (Chernoff bound on ``P[D < t]``).
 ROUNDING_SCALES = np.geomspace(1e-3, 3e3, 56)
@@ -214,6 +217,24 @@ def discretize(
 _ROUNDING = 1e-12
 
 
+def spread_to_ends(cell_mass: NDArray[np.float64], cell_tilt: NDArray[np.float64], spacing: float) -> NDArray[np.float64]:
+    """Masses at the lattice points ``z_j0 .. z_{j0+size}`` of the upper distribution of streamed cells: the
+    share of ``M_j`` moved to ``z_{j+1}`` keeps mass and ``e^{-s}``-moment (rounded up: towards ``z_{j+1}``).
+    O(cells)."""
+    share = np.clip(cell_tilt / math.expm1(-spacing) * (1.0 + _ROUNDING), 0.0, cell_mass)
+    up = np.append(cell_mass - share, 0.0)
+    up[1:] += share
+    return up
+
+
+def contraction_offsets(cell_mass: NDArray[np.float64], cell_tilt: NDArray[np.float64], spacing: float) -> NDArray[np.float64]:
+    """Offsets from ``z_j`` of the lower distribution's atoms: one per cell at the conditional mean of
+    ``e^{-s}`` (rounded down: towards ``z_j``; 0 for empty cells).  O(cells)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0)) * (1.0 - _ROUNDING)
+    return np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
+
+
 def lattice_distributions(
     cell_mass: NDArray[np.float64],
     cell_tilt: NDArray[np.float64],
@@ -233,14 +254,8 @@ def lattice_distributions(
 
     size = cell_mass.size
     grid = np.arange(j0, j0 + size + 1, dtype=np.float64) * spacing
-    # Upper: share of M_j moved to z_{j+1} so that mass and e^{-s}-moment are kept (rounded up).
-    share = np.clip(cell_tilt / math.expm1(-spacing) * (1.0 + _ROUNDING), 0.0, cell_mass)
-    up = np.append(cell_mass - share, 0.0)
-    up[1:] += share
-    # Lower: one atom per cell at the conditional mean of e^{-s} (rounded down).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        offset = -np.log1p(np.clip(cell_tilt / cell_mass, math.expm1(-spacing), 0.0)) * (1.0 - _ROUNDING)
-    offset = np.where(cell_mass > 0, np.clip(offset, 0.0, spacing), 0.0)
+    up = spread_to_ends(cell_mass, cell_tilt, spacing)
+    offset = contraction_offsets(cell_mass, cell_tilt, spacing)
     infinity = min(float(infinity_mass), 1.0)
     error = loss_error + 4.0 * _U * (1.0 + float(np.max(np.abs(grid))))
     lower = LossDistribution(grid[:-1] + offset, cell_mass, infinity_mass=infinity, truncated_mass=truncated_mass, loss_error=error)

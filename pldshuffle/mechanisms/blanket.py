@@ -1,0 +1,340 @@
+"""The blanket pair of a local randomizer: the tightest proven decomposition bound (docs/mathematics.md#blanket).
+
+Setting: ``n`` users, each applies ``R`` to its input (or, with Poisson participation ``q``, reports with
+probability ``q`` and is otherwise void, ``⊥``); the analyst sees the multiset of reports; neighbouring
+datasets replace one user's input (the victim's ``x1`` by ``x2``).
+
+Blanket decomposition (Balle, Bell, Gascón, Nissim, CRYPTO 2019): with ``m(y) = min_x R(x)(y)``,
+``γ = Σ_y m(y)`` and ``ω = m/γ``, every report is a fresh draw from ``ω`` with probability ``γ``, whatever the
+input.  Revealing every other report that is not such a draw (a post-processing in reverse: the analyst is
+given more) leaves the pair
+
+    ``P``: the multiset of ``B`` draws from ``ω`` and one draw from ``R(x1)``, ``B ~ Bin(n-1, γ)`` revealed;
+    ``Q``: the same with ``R(x2)``,
+
+which dominates the shuffled randomizer on every dataset pair with that victim pair.  Its privacy loss is
+``log S_1 - log S_2``, ``S_j = Σ_{i=0..B} ρ_j(Y_i)``, ``ρ_j = R(x_j)/m`` (reports outside the blanket reveal
+the victim's report: loss ``log R(x1)(y)/R(x2)(y)``).  Every clone reduction (FMT20, FMT23, a randomizer's
+own constants) is such a decomposition with a smaller blanket, so this pair is never looser than them
+(Su, Cheng, Wang, IEEE S&P 2026, prove it is the tightest decomposition).
+
+:class:`BlanketPair` chooses an evaluation (:mod:`._blanket_support`): the weak kRR pair itself for
+k-ary and binary RR; a tilted trinomial over all ``B`` when no report hits both inputs; the product
+convolution of :mod:`pldshuffle._kernels.blanket` over groups of ``B`` for product hit laws (OUE, symmetric
+RAPPOR and local hashing at large domains); a tilted trinomial per group of ``B`` otherwise (Hadamard
+response, subset selection, and every named randomizer with participation); exact enumeration of type
+counts for small finite randomizers.  When none applies (a finite randomizer with many types and many
+users) it says so (:attr:`BlanketPair.unavailable`) and :class:`~pldshuffle.ShuffledLDP` falls back to the
+labelled clone pair.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_num_users, check_probability, check_real
+from ..pld import PrivacyLossPair
+from ..randomizers.base import Randomizer
+from ..randomizers.named import BinaryRR, KaryRR
+from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
+from ._blanket_support import (
+    DEFAULT_GROUP_TOLERANCE,
+    MAX_ENUMERATED_POINTS,
+    b_points,
+    enumerated_pair,
+    enumerated_size,
+    fixed_b_bounds,
+    grouped_bounds,
+    hit_width,
+    trinomial_bounds,
+)
+from ._blanket_product import product_bounds
+from ._krr_support import MAX_SUPPORT_POINTS
+from .base import DEFAULT_TAIL_MASS
+
+__all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
+
+#: A finite randomizer with more distinct victim pairs than this is not analysed by the blanket pair (the
+#: envelope would build one pair per victim pair): :class:`ShuffledLDP` falls back to the clone pair.
+MAX_VICTIM_PAIRS = 64
+#: Product hit laws use the product evaluation when the point mass ``λ`` of their split costs at most this
+#: much probability (``n·λ``, see :mod:`._blanket_product`: the lower pair loses a fraction ``≤ n·λ`` of its
+#: mass, moving ε by far less than the 1e-4 gap), otherwise the (N1, N2) enumeration.
+PRODUCT_SLACK = 1e-6
+
+
+#: Hit counts per value of ``B`` beyond which a plan is refused (each is a pmf value held in memory).
+MAX_FACTOR_POINTS = 5e7
+#: Plans estimated to take longer than this are refused (``ShuffledLDP`` then falls back to the clone pair).
+MAX_BLANKET_SECONDS = 3600.0
+#: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
+_PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 0.005, 2e-8
+_CONVOLUTION_SECONDS, _POINT_SECONDS = 1e-9, 1e-7
+
+
+def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
+    """Rough support of :func:`~._blanket_support.trinomial_bounds`: the box of its three windows, halved."""
+    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+    b = (n - 1) * model.gamma
+    widths = [z * math.sqrt(max(v, 0.0)) + 1.0 for v in (b * (1.0 - model.gamma), b * 2.0 * model.pi10, b * model.pi10)]
+    return 0.5 * math.prod(widths)
+
+
+def check_participation(value: object) -> float:
+    """``q ∈ (0, 1]`` or ``ValueError``/``TypeError`` naming ``participation``."""
+    q = check_real("participation", value)
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"participation must lie in (0, 1] (the probability that a user reports), got {value!r}")
+    return q
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one victim pair's blanket pair is evaluated."""
+
+    method: str  # "krr", "trinomial", "product", "grouped", "enumerated"
+    model: HitModel | None = None
+    types: object | None = None
+    victims: tuple[int, int] = (0, 1)
+
+
+@dataclass(frozen=True)
+class BlanketPair:
+    """The blanket pair(s) of ``randomizer`` shuffled among ``num_users`` users (module docstring).
+
+    Parameters
+    ----------
+    num_users : int
+        ``2 <= n <= 2**53``, the victim included.
+    randomizer : pldshuffle.randomizers.Randomizer
+        The local randomizer.
+    participation : float
+        Probability ``q ∈ (0, 1]`` that a user reports (Poisson participation; the analyst sees how many
+        reports arrived).  ``1``: everybody reports.
+    group_tolerance : float
+        In ``[0, 1]``.  Groups of ``B`` (where grouping is used) near its mode span this fraction of their
+        lowest value (wider in the tails); the relative ε gap it leaves is about 0.7 times it.
+
+    Attributes
+    ----------
+    unavailable : str
+        Why no evaluation applies (empty when one does); :meth:`pair_bounds` then raises ``ValueError``.
+
+    Notes
+    -----
+    One pair serves every victim pair of the named randomizers: their type law (``HitModel``, closed forms
+    in docs/mathematics.md#blanket) is the same for every pair of distinct inputs and symmetric in the two;
+    a :class:`~pldshuffle.randomizers.Finite` randomizer gets one pair per distinct victim pair (both
+    directions in each), whose worst case the accountant takes.  :attr:`methods` names the evaluation per
+    pair and :meth:`build_seconds` estimates its time.
+
+    Examples
+    --------
+    >>> from pldshuffle.randomizers import OUE
+    >>> bp = BlanketPair(10_000, OUE(1024, 1.0))
+    >>> bp.methods
+    ('product',)
+    >>> (lower,), (upper,) = bp.pair_bounds()
+    >>> bool(lower.delta_bounds(0.05)[0][0] <= upper.delta_bounds(0.05)[1][0])
+    True
+    """
+
+    num_users: int
+    randomizer: Randomizer
+    participation: float = 1.0
+    group_tolerance: float = DEFAULT_GROUP_TOLERANCE
+    _plans: tuple[_Plan, ...] = field(init=False, repr=False, compare=False)
+    unavailable: str = field(init=False, default="", compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "num_users", check_num_users(self.num_users))
+        if not isinstance(self.randomizer, Randomizer):
+            raise TypeError(f"randomizer must be a pldshuffle.randomizers.Randomizer, got {type(self.randomizer).__name__}")
+        object.__setattr__(self, "participation", check_participation(self.participation))
+        tol = check_real("group_tolerance", self.group_tolerance)
+        if not 0.0 <= tol <= 1.0:
+            raise ValueError(f"group_tolerance must lie in [0, 1], got {self.group_tolerance!r}")
+        plans, reason = self._plan()
+        object.__setattr__(self, "_plans", plans)
+        object.__setattr__(self, "unavailable", reason)
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self) -> tuple[tuple[_Plan, ...], str]:
+        n, q, R = self.num_users, self.participation, self.randomizer
+        model = hit_model(R)
+        if model is not None:
+            if q == 1.0 and isinstance(R, (KaryRR, BinaryRR)):
+                from .krr import ShuffledKRR
+
+                d = 2 if isinstance(R, BinaryRR) else R.domain_size
+                try:  # its own size checks (refusals name the request)
+                    ShuffledKRR(n, d, local_epsilon=float(R.local_epsilon), adversary="weak")
+                except ValueError as exc:
+                    return (), str(exc)
+                return (_Plan("krr", model),), ""
+            plan = self._hit_plan(model.with_participation(q))
+            return (plan,), self._too_large(plan)
+        matrix = participating_matrix(R.matrix(), q)
+        pairs = victim_pairs(matrix)
+        plans: dict[tuple, _Plan] = {}
+        for x1, x2 in pairs:
+            types = matrix_types(matrix, x1, x2)
+            hm = hit_model_of_types(types)
+            if hm is not None:
+                key: tuple = ("hit", *(round(v, 12) for v in (hm.gamma, hm.log_ratio, hm.pi11, hm.pi10)))
+                plans.setdefault(key, self._hit_plan(hm, (x1, x2)))
+            else:
+                key = ("types", types.gamma, tuple(np.round(types.r1, 12)), tuple(np.round(types.r2, 12)), tuple(np.round(types.prob, 14)),
+                       tuple(np.round(types.victim_p, 14)), tuple(np.round(types.victim_q, 14)))
+                if key not in plans:
+                    size = enumerated_size(n, types.prob.size)
+                    if size > MAX_ENUMERATED_POINTS:
+                        return (), (
+                            f"victim pair {(x1, x2)} has {types.prob.size} output types (distinct ratio pairs) and no hit "
+                            f"structure; enumerating their counts for n={n} visits {size:.3g} vectors, more than "
+                            f"{MAX_ENUMERATED_POINTS:,}"
+                        )
+                    plans[key] = _Plan("enumerated", types=types, victims=(x1, x2))
+            if len(plans) > MAX_VICTIM_PAIRS:
+                return (), f"more than {MAX_VICTIM_PAIRS} distinct victim pairs"
+        if not plans:
+            return (), "the randomizer's rows are identical"
+        for plan in plans.values():
+            if reason := self._too_large(plan):
+                return (), reason
+        return tuple(plans.values()), ""
+
+    def _too_large(self, plan: _Plan) -> str:
+        """Why a hit plan is refused before any work (its windows or its estimated time too large), or ``""``."""
+        if plan.model is None:
+            return ""
+        model, n = plan.model, self.num_users
+        z = 2.0 * math.sqrt(2.0 * math.log(1.0 / DEFAULT_TAIL_MASS))
+        width = z * math.sqrt(n * model.gamma * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
+        if plan.method == "trinomial":
+            points = _trinomial_points(n, model, DEFAULT_TAIL_MASS)
+            if points > 4 * MAX_SUPPORT_POINTS:
+                return f"about {points:.3g} support points, more than {4 * MAX_SUPPORT_POINTS:.3g}"
+        elif width > MAX_FACTOR_POINTS:
+            return f"windows of about {width:.3g} hit counts per value of B, more than {MAX_FACTOR_POINTS:.3g}"
+        if plan.method == "grouped":
+            groups = b_points(n, model.gamma, DEFAULT_TAIL_MASS, self.group_tolerance).size
+            seconds = groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+            if seconds > MAX_BLANKET_SECONDS:
+                return f"an estimated {seconds:.3g} s of enumeration (hits of both inputs are dependent), more than {MAX_BLANKET_SECONDS:g} s"
+        return ""
+
+    def _hit_plan(self, model: HitModel, victims: tuple[int, int] = (0, 1)) -> _Plan:
+        if model.pi11 == 0.0:
+            return _Plan("trinomial", model, victims=victims)
+        split = model.product_split()
+        if split is not None:
+            if self.num_users * split[1] <= PRODUCT_SLACK:
+                return _Plan("product", model, victims=victims)
+        return _Plan("grouped", model, victims=victims)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The evaluation used per victim pair (``"krr"``, ``"trinomial"``, ``"product"``, ``"grouped"``,
+        ``"enumerated"``); empty when :attr:`unavailable`."""
+        return tuple(p.method for p in self._plans)
+
+    @property
+    def model(self) -> HitModel | None:
+        """The hit model of the (first) victim pair, ``None`` for enumerated types."""
+        return self._plans[0].model if self._plans else None
+
+    # ------------------------------------------------------------------ sizes
+    def group_count(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> int:
+        """Number of groups of ``B`` of the grouped evaluations (0 when none is grouped)."""
+        grouped = [p for p in self._plans if p.method in ("product", "grouped")]
+        if not grouped:
+            return 0
+        return max(b_points(self.num_users, p.model.gamma, tail_mass, self.group_tolerance).size for p in grouped)  # type: ignore[union-attr]
+
+    def build_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """Rough seconds of :meth:`pair_bounds` on a 2-core machine, O(groups) (for the accountant's warning).
+
+        Calibrated on OUE/Hadamard/kRR runs: ~30 ms per group of ``B`` for the product evaluation, ~20 ns per
+        support point of each fixed-``B`` trinomial (plus ~50 ms of set-up per group) for the grouped one.
+        """
+        total = 0.0
+        for plan in self._plans:
+            if plan.method == "krr":
+                from .krr import ShuffledKRR
+
+                d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
+                total += ShuffledKRR(self.num_users, d, local_epsilon=float(self.randomizer.local_epsilon)).family_seconds(tail_mass=tail_mass)
+            elif plan.method == "trinomial":
+                total += _TRINOMIAL_POINT_SECONDS * _trinomial_points(self.num_users, plan.model, tail_mass)  # type: ignore[arg-type]
+            elif plan.method in ("product", "grouped"):
+                model = plan.model
+                assert model is not None
+                groups = b_points(self.num_users, model.gamma, tail_mass, self.group_tolerance).size
+                if plan.method == "product":
+                    total += _PRODUCT_GROUP_SECONDS * groups
+                else:
+                    b = (self.num_users - 1) * model.gamma
+                    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+                    width = z * math.sqrt(b * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
+                    total += groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+        return total
+
+    def describe(self) -> str:
+        """One line: the randomizer, n, participation and how the pair is evaluated."""
+        part = f", participation q={self.participation:g}" if self.participation < 1.0 else ""
+        how = ", ".join(sorted(set(self.methods))) or f"unavailable ({self.unavailable})"
+        return f"blanket pair of {self.randomizer.describe()}, n={self.num_users}{part} [{how}]"
+
+    # ------------------------------------------------------------------ pairs
+    def pair_bounds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> tuple[tuple[PrivacyLossPair, ...], tuple[PrivacyLossPair, ...]]:
+        """Strict ``(lowers, uppers)``: one (lower, upper) privacy-loss pair per distinct victim pair.
+
+        Every upper pair dominates its victim pair's blanket pair (hence the shuffled randomizer on every
+        dataset pair with that victim pair); every lower pair is dominated by it.  Truncated tails are
+        booked (``+inf`` above, deleted below).
+        """
+        if not self._plans:
+            raise ValueError(f"the blanket pair of {self.randomizer.describe()} is not available here: {self.unavailable}")
+        tail = check_probability("tail_mass", tail_mass)
+        lowers, uppers = [], []
+        for plan in self._plans:
+            lower, upper = self._bounds(plan, tail)
+            lowers.append(lower)
+            uppers.append(upper)
+        return tuple(lowers), tuple(uppers)
+
+    def _bounds(self, plan: _Plan, tail: float) -> tuple[PrivacyLossPair, PrivacyLossPair]:
+        n = self.num_users
+        label = f"blanket pair, victim inputs {plan.victims}: {self.describe()}"
+        context = f"BlanketPair(num_users={n}, randomizer={self.randomizer.describe()}, participation={self.participation:g})"
+        advice = "fewer users (num_users), a larger tail_mass, or reduction='randomizer'"
+        if plan.method == "enumerated":
+            pair = enumerated_pair(n, plan.types, label)  # type: ignore[arg-type]
+            return pair, pair
+        if plan.method == "krr":
+            from .krr import ShuffledKRR
+
+            d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
+            family = ShuffledKRR(n, d, local_epsilon=float(self.randomizer.local_epsilon), adversary="weak").pair_family(tail_mass=tail)
+            return family.lower[0], family.upper[0]
+        model = plan.model
+        assert model is not None
+        if plan.method == "trinomial":
+            lower, upper = trinomial_bounds(n, model, tail, context, advice)
+        elif plan.method == "product":
+            lower, upper = product_bounds(n, model, tail, self.group_tolerance)
+        else:
+            lower, upper = grouped_bounds(
+                n, model.gamma, tail, self.group_tolerance,
+                lambda b, _h: fixed_b_bounds(b, model, tail),
+                lambda b: hit_width(b, model, tail), model.log_ratio,
+            )
+        if lower is upper:
+            pair = PrivacyLossPair(upper, None, label=label)
+            return pair, pair
+        return PrivacyLossPair(lower, None, label=label + " (lower bound)"), PrivacyLossPair(upper, None, label=label + " (upper bound)")
+
