@@ -10,6 +10,7 @@
 | ShuffledKRR(1000, 4, gamma=0.25, adversary="strong"), 1024 rounds, δ=1e-6 | ≥ 10× faster than dp-accounting at a narrower certified gap, side by side in one run |
 | same, 64 and 1024 rounds, whole process (import + one query) | ≥ 3× faster than dp-accounting's (``bench_v2``: at its default Δx = 1e-4 and at a narrower gap) |
 | n up to 10^7 | no memory blow-up on 24 GiB; requests that would not fit are refused up front |
+| blanket pair, OUE d=1024, ε0=1, δ=1e-8: n=1e6 and 64 rounds / one round at n=1e7 | ≤ 10 s and ≤ 1 GiB / ≤ 10 s, whole process (``bench_blanket``) |
 """
 
 from __future__ import annotations
@@ -113,6 +114,24 @@ def _whole_process_targets(comparisons) -> list[dict[str, Any]]:
                     "measured": None, "details": "measured by benchmarks/bench_v2.py (suite 'all')"}]
 
 
+def _blanket_scale_targets(rows) -> list[dict[str, Any]]:
+    """``bench_blanket``'s scale rows (fresh processes: import + build + compose + query, peak RSS)."""
+    wanted = (("blanket_scale_oue_1e6_64_rounds", "blanket pair, OUE d=1024 ε0=1, n=1e6, 64 rounds, δ=1e-8: ≤ 10 s and ≤ 1 GiB, whole process"),
+              ("blanket_scale_oue_1e7_one_round", "blanket pair, OUE d=1024 ε0=1, n=1e7, one round, δ=1e-8: ≤ 10 s, whole process"))
+    out = []
+    for case, name in wanted:
+        row = next((r for r in _ours(rows) if r["case"] == case), None)
+        if row is None:
+            out.append({"target": name, "threshold": 10.0, "status": NOT_MEASURED, "measured": None,
+                        "details": "measured by benchmarks/bench_blanket.py (suite 'all', not --quick)"})
+            continue
+        sec, mem = _num(row["seconds"]), _num(row["peak_memory_mb"])
+        met = sec is not None and sec <= 10.0 and (mem is None or mem <= 1024.0)
+        out.append({"target": name, "threshold": 10.0, "status": PASS if met else FAIL, "measured": sec,
+                    "details": f"{sec:.2f} s, peak RSS {mem:.0f} MB" if sec is not None and mem is not None else str(row["notes"])})
+    return out
+
+
 def evaluate(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One entry per target: target, threshold, status (pass / FAIL / not measured), measured, details."""
     out = [
@@ -124,6 +143,7 @@ def evaluate(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[st
         _ldp_target(rows, 64, 2.0),
         _speed_target(comparisons),
         *_whole_process_targets(comparisons),
+        *_blanket_scale_targets(rows),
         {"target": "n up to 10^7: no memory blow-up; oversize requests refused up front", "threshold": None,
          "status": NOT_MEASURED, "measured": None, "details": "not part of the core suite"},
     ]
