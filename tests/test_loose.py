@@ -26,7 +26,14 @@ from pldshuffle.pld.far_atoms import MAX_TERMS, SKIP_WEIGHT, MixtureComposite, s
 from pldshuffle.results import LooseBoundWarning
 from pldshuffle.pld.sizing import gap_scale
 
-mp.mp.dps = 50
+
+
+@pytest.fixture(autouse=True)
+def _fifty_digits():
+    """Every exact reference here works at 50 digits, whatever precision another test module left mpmath at
+    (a module-level ``mp.dps = 50`` is undone by modules that set 40 in the same worker process)."""
+    with mp.workdps(50):
+        yield
 
 #: The issue's repro: loss log(0.05/1e-300) = 687.8 with probability 0.05, 64 rounds, δ = 1e-9.
 HUGE_P, HUGE_Q = [0.05, 0.95], [1e-300, 1 - 1e-300]
