@@ -17,4 +17,5 @@ Output: JSON (default ``benchmarks/results/<suite>.json``) plus a Markdown summa
 
 SUITES = ("core", "all")
 #: Optional suite modules run by ``all`` when importable (written separately).
-OPTIONAL_SUITES = ("benchmarks.bench_clones", "benchmarks.bench_fft", "benchmarks.bench_v2", "benchmarks.bench_blanket")
+OPTIONAL_SUITES = ("benchmarks.bench_clones", "benchmarks.bench_fft", "benchmarks.bench_v2", "benchmarks.bench_blanket",
+                   "benchmarks.bench_allocation")

@@ -36,6 +36,7 @@ _EXPORTS = {
     "NotAGuaranteeWarning": ".errors",
     "PairFamily": ".mechanisms.base",
     "PrivacyLossPair": ".pld",
+    "RandomAllocation": ".mechanisms.allocation",
     "ShuffleMechanism": ".mechanisms.base",
     "SlowComputationWarning": ".errors",
     "calibrate_local_epsilon": ".calibrate",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.base import PairFamily, ShuffleMechanism
     from .mechanisms.binary_rr import ShuffledBinaryRR
     from .mechanisms.clones import ShuffledLDP
+    from .mechanisms.allocation import RandomAllocation
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair

@@ -46,6 +46,8 @@ def adversary(mechanism: ShuffleMechanism) -> str:
         default = next(f.default for f in dataclasses.fields(mechanism) if f.name == "dataset")  # type: ignore[arg-type]
         if value != default:
             return f"one fixed dataset pair (dataset={value!r}), see the mechanism line"
+    if mechanism.neighboring_relation == "add-remove":  # e.g. random allocation: examples, not users
+        return "standard DP adversary: sees every output and knows every other example"
     return "standard DP adversary: sees all shuffled reports and knows every other user's data"
 
 

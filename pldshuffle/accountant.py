@@ -42,6 +42,30 @@ __all__ = ["FourierAccountant"]
 _SMALL_FAMILY_BYTES = 64 * 2**20
 
 
+def neighboring_relation(mechanism: ShuffleMechanism) -> str:
+    """The neighbouring relation ``mechanism``'s guarantee is for (``"replace-one"`` unless it says otherwise)."""
+    return str(getattr(mechanism, "neighboring_relation", "replace-one"))
+
+
+def _check_relation(mechanism: ShuffleMechanism, ledger: list[ShuffleMechanism]) -> None:
+    """Refuse a mechanism whose neighbouring relation differs from the ledger's (docs/mathematics.md,
+    "Neighbouring relations in one ledger")."""
+    new = neighboring_relation(mechanism)
+    for other in ledger:
+        old = neighboring_relation(other)
+        if old != new:
+            raise ValueError(
+                f"cannot compose {'an' if new[0] in 'aeiou' else 'a'} {new} mechanism ({mechanism.describe()}) into a ledger of {old} mechanisms "
+                f"({other.describe()}): replace-one rounds and add/remove steps are different promises (a guarantee "
+                "for datasets differing in one user's value vs one having an extra example), and composing them "
+                "would certify neither. No conversion is applied automatically (composing the add and remove "
+                "pairs is NOT a replace-one bound: the Gaussian mechanism of sensitivity 1 has μ = 2/σ under "
+                "replace-one, not √2/σ). If you have shown that a pair dominates under the other relation, "
+                "state it: PairMechanism(pair, neighboring_relation=...) or from_dp_accounting(pld, "
+                "neighboring_relation=...) for a distribution built for that relation."
+            )
+
+
 class FourierAccountant:
     """Compose shuffle mechanisms over rounds and bracket the resulting (ε, δ) strictly.
 
@@ -134,7 +158,10 @@ class FourierAccountant:
         for worst cases over datasets; the default assumes the data may change between rounds).  Each such
         call is its own block: the data may change between two calls, so two calls of 2 same-data rounds are
         two blocks, not one block of 4 rounds.  Rounds of the default setting are merged with earlier ones
-        of an equal mechanism (their counts add; see the module notes).
+        of an equal mechanism (their counts add; see the module notes).  Every entry must be for the same
+        neighbouring relation (``neighboring_relation``: replace-one for the shuffle mechanisms, add/remove
+        for :class:`~pldshuffle.RandomAllocation` and imported dp-accounting distributions); mixing them
+        raises ``ValueError``.
 
         Examples
         --------
@@ -146,6 +173,7 @@ class FourierAccountant:
         """
         check_mechanism(mechanism)
         count = check_int("count", count, minimum=1)
+        _check_relation(mechanism, [m for (m, _) in self._ledger])
         same_data = check_flag("same_data", same_data)
         if same_data and count > 1:
             self._same_data_calls += 1

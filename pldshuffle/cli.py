@@ -43,8 +43,10 @@ Each of n users randomises its value locally (epsilon0-LDP) and the reports are 
 pldshuffle computes a certified bracket [lower, upper] on the epsilon (or delta) of the
 shuffled protocol, composed over rounds; `upper` is the guarantee you can state.
 
-Neighbouring datasets differ in the value of one user (replace-one). The adversary and the
-neighbouring pair analysed are named in each statement.
+Neighbouring datasets differ in the value of one user (replace-one) for the shuffle mechanisms;
+random-allocation (DP-SGD with shuffled batches) is for add/remove of one example, and a
+composition may not mix the two. The adversary and the neighbouring pair analysed are named in
+each statement.
 
 Subcommands:
   epsilon     certified epsilon at a given delta
@@ -82,6 +84,8 @@ _EXAMPLES = {
     "epsilon": """\
 examples:
   pldshuffle epsilon --mechanism binary-rr --num-users 1000 --local-epsilon 1 --delta 1e-6
+  pldshuffle epsilon --mechanism random-allocation --num-steps 10000 --noise-multiplier 1 \\
+      --epochs 10 --delta 1e-6
   pldshuffle epsilon --mechanism krr --num-users 1000 --domain-size 4 --gamma 0.25 \\
       --adversary strong --rounds 10 --delta 1e-6 --json
   pldshuffle epsilon --compose binary-rr:num_users=1000,local_epsilon=1:count=4 \\
@@ -272,7 +276,8 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) ->
     group.add_argument("--mechanism", choices=tuple(cli_mechanisms()), help="mechanism kind (see the list below)")
     for parameter in all_parameters().values():
         _add_parameter(group, parameter)
-    group.add_argument("--rounds", type=_integer, metavar="R", help="rounds of --mechanism (default 1)")
+    group.add_argument("--rounds", "--epochs", dest="rounds", type=_integer, metavar="R",
+                       help="rounds of --mechanism (epochs of random-allocation; default 1)")
     if compose:
         group.add_argument("--compose", action="append", default=[], metavar="SPEC",
                            help="add KIND:KEY=VALUE,...[:count=N] to the composition (repeatable)")
@@ -331,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     With ``--json`` the output is one object::
 
         {"mechanisms": [{"mechanism": kind, "description": describe(), "parameters": {...}, "count": N}, ...],
-         "rounds": total rounds, "neighbouring_relation": "replace-one",
+         "rounds": total rounds, "neighbouring_relation": "replace-one" | "add-remove",
          ...the keys of EpsilonBounds.to_dict() (subcommands epsilon, calibrate) or DeltaBounds.to_dict()
          (delta): "quantity": "epsilon" | "delta", "lower", "upper", "target_delta" | "target_epsilon",
          "is_guarantee", "caveats": [str, ...], "diagnostics": {...} (and "relative_gap" for epsilon),

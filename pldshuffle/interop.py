@@ -59,7 +59,7 @@ from .mechanisms.base import DEFAULT_TAIL_MASS, ShuffleMechanism
 from .pld import LossDistribution, PrivacyLossPair
 from .results import warn_if_not_guarantee
 
-__all__ = ["certified_to_dp_accounting", "from_dp_accounting", "to_dp_accounting", "to_log_pmfs"]
+__all__ = ["certified_to_dp_accounting", "from_dp_accounting", "from_dp_event", "to_dp_accounting", "to_log_pmfs"]
 
 _Q_REST = "Q-only"
 _P_INFINITY = "P-only"
@@ -262,7 +262,8 @@ def certified_to_dp_accounting(pld: Any) -> Any:
     return privacy_loss_distribution.PrivacyLossDistribution(pmfs[0], pmfs[1] if len(pmfs) > 1 else None)
 
 
-def from_dp_accounting(pld: Any, *, description: str = "privacy loss distribution imported from dp-accounting") -> Any:
+def from_dp_accounting(pld: Any, *, description: str = "privacy loss distribution imported from dp-accounting",
+                       neighboring_relation: str = "add-remove") -> Any:
     """Import a ``dp_accounting`` ``PrivacyLossDistribution`` (e.g. DP-SGD's) as a composable mechanism.
 
     Both of its loss distributions (remove and add) become the two orders of a
@@ -270,6 +271,12 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
     then discretises and composes them like any other pair.  The result is a guarantee for the original
     mechanism exactly when the imported distribution dominates it -- true for dp-accounting's
     pessimistic estimates (``pessimistic_estimate=True``, its default), which is checked here.
+
+    ``neighboring_relation`` is the relation the distribution was built for: dp-accounting's default
+    (and DP-SGD's) is add/remove of one example, ``"add-remove"``.  A ledger refuses to mix relations; to
+    compose DP-SGD with replace-one shuffle rounds, build the distribution for replace-one neighbours
+    (e.g. the Gaussian mechanism with ``sensitivity=2``, or dp-accounting's ``NeighboringRelation.REPLACE_ONE``)
+    and state it here with ``neighboring_relation="replace-one"``: that statement is yours to make.
 
     Raises
     ------
@@ -301,4 +308,33 @@ def from_dp_accounting(pld: Any, *, description: str = "privacy loss distributio
         error = 4.0 * UNIT_ROUNDOFF * (1.0 + float(np.max(np.abs(losses), initial=0.0)))
         directions.append(LossDistribution(losses, masses * scale, infinity_mass=float(dense._infinity_mass), loss_error=error))
     backward = None if pld._symmetric else directions[1]
-    return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description)
+    return PairMechanism(PrivacyLossPair(directions[0], backward, label=description), description=description,
+                         neighboring_relation=neighboring_relation)
+
+
+def from_dp_event(event: Any) -> ShuffleMechanism:
+    """The pldshuffle mechanism of a dp-accounting ``DpEvent``, where one exists.
+
+    * ``RandomAllocationDpEvent(event=GaussianDpEvent(σ), num_selected=k, num_steps=t)`` (dp-accounting
+      releases after 0.6.0) -> :class:`~pldshuffle.RandomAllocation` ``(t, k, noise_multiplier=σ)``;
+    * ``GaussianDpEvent(σ)`` -> ``RandomAllocation(1, noise_multiplier=σ)`` (one Gaussian step).
+
+    Both are for add/remove neighbours, as in dp-accounting.  Events are recognised by their class name and
+    fields, so no particular dp-accounting release is needed.  Compose epochs with ``count=``.
+
+    Raises
+    ------
+    ValueError
+        For any other event (named in the message), or a random allocation of non-Gaussian steps.
+    """
+    from .mechanisms.allocation import RandomAllocation
+
+    name = type(event).__name__
+    if name == "GaussianDpEvent":
+        return RandomAllocation(1, noise_multiplier=float(event.noise_multiplier))
+    if name == "RandomAllocationDpEvent":
+        inner = event.event
+        if type(inner).__name__ != "GaussianDpEvent":
+            raise ValueError(f"from_dp_event supports random allocation of Gaussian steps only, got steps {type(inner).__name__}")
+        return RandomAllocation(int(event.num_steps), num_selected=int(event.num_selected), noise_multiplier=float(inner.noise_multiplier))
+    raise ValueError(f"from_dp_event supports RandomAllocationDpEvent and GaussianDpEvent, got {name}")

@@ -254,6 +254,10 @@ FLAG_RUNS = {
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
          "--hash-range", "4", "--local-epsilon", "1", "--delta", "1e-3"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--delta", "1e-3"],
+        ["--mechanism", "ldp", "--num-users", "30", "--randomizer", "laplace", "--local-epsilon", "1", "--input-min", "-1",
+         "--input-max", "2", "--delta", "1e-3"],
+        ["--mechanism", "random-allocation", "--num-steps", "4", "--num-selected", "1", "--noise-multiplier", "3",
+         "--epochs", "2", "--delta", "1e-3"],
     ],
     "delta": [
         ["--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--rounds", "2", "--epsilon", "0.5", "--json",
@@ -267,6 +271,10 @@ FLAG_RUNS = {
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "local-hashing", "--domain-size", "20",
          "--hash-range", "4", "--local-epsilon", "1", "--epsilon", "0.5"],
         ["--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX", "--epsilon", "0.5"],
+        ["--mechanism", "ldp", "--num-users", "30", "--randomizer", "laplace", "--local-epsilon", "1", "--input-min", "-1",
+         "--input-max", "2", "--epsilon", "0.5"],
+        ["--mechanism", "random-allocation", "--num-steps", "4", "--num-selected", "1", "--noise-multiplier", "3",
+         "--epochs", "2", "--epsilon", "0.5"],
     ],
     "calibrate": [
         ["rounds", "--mechanism", "binary-rr", *SMALL, "--dataset", "khh21", "--target-epsilon", "2", "--delta", "1e-3",
@@ -283,6 +291,12 @@ FLAG_RUNS = {
          "--hash-range", "4", "--local-epsilon", "1", "--target-epsilon", "2", "--delta", "1e-3"],
         ["rounds", "--mechanism", "ldp", "--num-users", "200", "--randomizer", "finite", "--matrix", "MATRIX",
          "--target-epsilon", "2", "--delta", "1e-3"],
+        ["rounds", "--mechanism", "ldp", "--num-users", "30", "--randomizer", "laplace", "--local-epsilon", "1",
+         "--input-min", "-1", "--input-max", "2", "--target-epsilon", "2", "--delta", "1e-3"],
+        ["rounds", "--mechanism", "random-allocation", "--num-steps", "4", "--num-selected", "1", "--noise-multiplier", "3",
+         "--target-epsilon", "0.8", "--delta", "1e-3", "--quiet"],
+        ["local-epsilon", "--mechanism", "binary-rr", "--num-users", "50", "--dataset", "khh21", "--epochs", "2",
+         "--target-epsilon", "1", "--delta", "1e-3", "--quiet"],
     ],
 }
 

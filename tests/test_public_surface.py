@@ -86,7 +86,7 @@ def test_cli_flags_are_the_registered_fields():
         shown = {opt for a in parser._actions for opt in a.option_strings if opt.startswith("--")}
         generated = {_cli_fields.flag(name) for name in _cli_fields.all_parameters()}
         assert generated <= shown, command
-        fixed = {"--help", "--mechanism", "--rounds", "--compose", "--spec", "--json", "--quiet", "--progress", "--delta",
+        fixed = {"--help", "--mechanism", "--rounds", "--epochs", "--compose", "--spec", "--json", "--quiet", "--progress", "--delta",
                  "--epsilon", "--target-epsilon"}
         assert shown - generated <= fixed, (command, shown - generated - fixed)
 
@@ -193,7 +193,7 @@ def test_one_registry_line_makes_a_mechanism_usable_from_the_command_line(monkey
     # --compose keys and words: the bool from a word, the choice checked by nobody but the mechanism
     assert main(["delta", "--compose", "toy-flip:num_users=3,loud=false:count=2", "--epsilon", "0", "--quiet"]) == 0
     statement = capsys.readouterr().out
-    assert "toy flip None, loud=False" in statement and "add-remove (one dataset has one more user" in statement
+    assert "toy flip None, loud=False" in statement and "add-remove (one dataset has one more example" in statement
     assert main(["delta", "--mechanism", "toy-flip", "--num-users", "3", "--loud", "maybe", "--epsilon", "0"]) == 2
     assert "argument --loud: the value must be true or false" in capsys.readouterr().err
     with pytest.raises(SystemExit):

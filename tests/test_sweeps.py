@@ -25,6 +25,7 @@ MECHANISM_EXAMPLES = [
     ps.ShuffledLDP(20, randomizer=ps.randomizers.OUE(domain_size=8, local_epsilon=1.0)),
     ps.ShuffledLDP(20, randomizer=ps.randomizers.Finite(np.array([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]))),
     ps.PairMechanism.from_probability_mass_functions([0.75, 0.25], [0.25, 0.75], label="RR"),
+    ps.RandomAllocation(num_steps=4, noise_multiplier=2.0),
 ]
 
 

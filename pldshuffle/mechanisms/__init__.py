@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
     from .blanket import BlanketPair
     from .clones import ShuffledLDP
+    from .allocation import RandomAllocation
     from .generic import PairMechanism
     from .krr import ShuffledKRR
     from .labelled_clones import LabelledClonePair

@@ -178,7 +178,7 @@ class ShuffleMechanism(ABC):
         ``"adversary"`` or ``"reduction"``), read by the privacy statements; ``None`` if there is none.
     """
 
-    neighboring_relation: ClassVar[str] = "replace-one"
+    neighboring_relation: str = "replace-one"  # a class attribute; PairMechanism makes it a field
     switch: ClassVar[str | None] = None
 
     @abstractmethod

@@ -23,7 +23,9 @@ k-ary and binary RR; a tilted trinomial over all ``B`` when no report hits both 
 convolution of :mod:`pldshuffle._kernels.blanket` over groups of ``B`` for product hit laws (OUE, symmetric
 RAPPOR and local hashing at large domains); a tilted trinomial per group of ``B`` otherwise (Hadamard
 response, subset selection, and every named randomizer with participation); exact enumeration of type
-counts for small finite randomizers.  When none applies (a finite randomizer with many types and many
+counts for small finite randomizers; for the continuous :class:`~pldshuffle.randomizers.Laplace`
+randomizer, the certified discretisation of its ratio sums in :mod:`._blanket_laplace` (victim inputs at
+the interval's ends).  When none applies (a finite randomizer with many types and many
 users) it says so (:attr:`BlanketPair.unavailable`) and :class:`~pldshuffle.ShuffledLDP` falls back to the
 labelled clone pair.
 """
@@ -38,6 +40,7 @@ import numpy as np
 from .._validation import check_num_users, check_probability, check_real
 from ..pld import PrivacyLossPair
 from ..randomizers.base import Randomizer
+from ..randomizers.continuous import Laplace
 from ..randomizers.named import BinaryRR, KaryRR
 from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
 from ._blanket_support import (
@@ -51,6 +54,7 @@ from ._blanket_support import (
     hit_width,
     trinomial_bounds,
 )
+from ._blanket_laplace import laplace_bounds, laplace_seconds
 from ._blanket_product import product_bounds
 from ._krr_support import MAX_SUPPORT_POINTS
 from .base import DEFAULT_TAIL_MASS
@@ -95,7 +99,7 @@ def check_participation(value: object) -> float:
 class _Plan:
     """How one victim pair's blanket pair is evaluated."""
 
-    method: str  # "krr", "trinomial", "product", "grouped", "enumerated"
+    method: str  # "krr", "trinomial", "product", "grouped", "enumerated", "laplace"
     model: HitModel | None = None
     types: object | None = None
     victims: tuple[int, int] = (0, 1)
@@ -164,6 +168,8 @@ class BlanketPair:
     # ------------------------------------------------------------------ planning
     def _plan(self) -> tuple[tuple[_Plan, ...], str]:
         n, q, R = self.num_users, self.participation, self.randomizer
+        if isinstance(R, Laplace):
+            return (_Plan("laplace", victims=(0, 1)),), ""
         model = hit_model(R)
         if model is not None:
             if q == 1.0 and isinstance(R, (KaryRR, BinaryRR)):
@@ -263,7 +269,9 @@ class BlanketPair:
         """
         total = 0.0
         for plan in self._plans:
-            if plan.method == "krr":
+            if plan.method == "laplace":
+                total += laplace_seconds(self.num_users, float(self.randomizer.local_epsilon), tail_mass, participation=self.participation)
+            elif plan.method == "krr":
                 from .krr import ShuffledKRR
 
                 d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
@@ -315,6 +323,11 @@ class BlanketPair:
         if plan.method == "enumerated":
             pair = enumerated_pair(n, plan.types, label)  # type: ignore[arg-type]
             return pair, pair
+        if plan.method == "laplace":
+            label = f"blanket pair, victim inputs (input_min, input_max): {self.describe()}"
+            low, up = laplace_bounds(n, float(self.randomizer.local_epsilon), tail, participation=self.participation)
+            return (PrivacyLossPair(low, None, label=label + " (lower bound)"),
+                    PrivacyLossPair(up, None, label=label + " (upper bound)"))
         if plan.method == "krr":
             from .krr import ShuffledKRR
 

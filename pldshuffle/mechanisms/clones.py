@@ -122,6 +122,13 @@ _CAVEATS = {
 }
 #: The default of ``reduction`` (a sentinel): chosen from whether a randomizer is given (see the class docstring).
 _DEFAULT = "default"
+#: What the Laplace blanket pair covers (docs/mathematics.md, the Laplace blanket pair).
+LAPLACE_VICTIM_CAVEAT = (
+    "Laplace randomizer: the blanket pair is computed for the victim inputs at the domain's ends (input_min, input_max); "
+    "it is proven to dominate every victim pair symmetric about the midpoint, and was checked numerically (not "
+    "proven) to dominate the other pairs (n = 2); the guarantee is proven for victim inputs at the ends or "
+    "symmetric about the midpoint"
+)
 #: The default reduction with a randomizer is the blanket pair unless its estimated build time
 #: (:meth:`~pldshuffle.mechanisms.blanket.BlanketPair.build_seconds`) is above this; then the labelled clone
 #: pair ``"randomizer"`` (the caveats say so).  ``reduction="blanket"`` always computes it.
@@ -175,7 +182,8 @@ class ShuffledLDP(ShuffleMechanism):
           randomizer can exceed it (3-ary RR, ε0 = 6, n = 1000, δ = 1e-6: 5.775 vs δ(5.775) = 1.4e-3).
     randomizer : pldshuffle.randomizers.Randomizer, optional
         The local randomizer (needed for ``"blanket"``, ``"randomizer"`` and ``"wang24"``; with ``"fmt23"``
-        its class membership is checked).
+        its class membership is checked).  A continuous one (:class:`~pldshuffle.randomizers.Laplace`) works
+        with every reduction; its blanket pair covers the victim inputs at the interval's ends (caveat).
     participation : float, optional
         Poisson participation: each user reports with probability ``q ∈ (0, 1]`` (default 1) and the analyst
         sees how many reports arrived.  ``"blanket"`` uses it (a void report every input gives equally joins
@@ -376,7 +384,10 @@ class ShuffledLDP(ShuffleMechanism):
             constants = f"clone probability {self.clone_probability:.6g}"
         elif self.reduction == "blanket":
             bp = self._blanket_pair()
-            constants = bp.model.describe() if bp.model is not None else f"{len(bp.methods)} victim pair(s), evaluated exactly"
+            if bp.methods == ("laplace",):
+                constants = "victim inputs at the domain's ends, certified discretisation of the ratio sums"
+            else:
+                constants = bp.model.describe() if bp.model is not None else f"{len(bp.methods)} victim pair(s), evaluated exactly"
         else:
             constants = "; ".join(
                 f"p={p.ratio:.6g}, r0={p.r0:.6g}, r1={p.r1:.6g}, g={p.residual:.6g}" for p in self.labelled_pairs()
@@ -403,6 +414,8 @@ class ShuffledLDP(ShuffleMechanism):
         if fallback:
             caveats = (*caveats, f"the blanket pair (the default) is not available here ({fallback}): the labelled clone "
                        "pair 'randomizer' was used instead")
+        if self.reduction == "blanket" and self._blanket_pair().methods == ("laplace",):
+            caveats = (*caveats, LAPLACE_VICTIM_CAVEAT)
         if self.participation < 1.0 and self.reduction != "blanket":
             caveats = (*caveats, "participation: this clone reduction does not use it (the void report leaves its "
                        "constants unchanged); reduction='blanket' does")

@@ -32,11 +32,16 @@ class PairMechanism(ShuffleMechanism):
 
     pair: PrivacyLossPair
     description: str = "user-supplied neighbouring pair"
+    #: The neighbouring relation the pair dominates under ("replace-one", the shuffle mechanisms' relation,
+    #: unless stated; dp-accounting imports are "add-remove").  Ledgers refuse to mix relations.
+    neighboring_relation: str = "replace-one"
 
     def __post_init__(self) -> None:
         if not isinstance(self.pair, PrivacyLossPair):
             raise TypeError(f"pair must be a PrivacyLossPair, got {type(self.pair).__name__}")
         check_text("description", self.description)
+        if self.neighboring_relation not in ("replace-one", "add-remove"):
+            raise ValueError(f"neighboring_relation must be 'replace-one' or 'add-remove', got {self.neighboring_relation!r}")
 
     @classmethod
     def from_probability_mass_functions(
@@ -46,11 +51,13 @@ class PairMechanism(ShuffleMechanism):
         *,
         label: str = "user-supplied pair",
         missing_mass: str | None = None,
+        neighboring_relation: str = "replace-one",
     ) -> PairMechanism:
         """Build from two pmfs on a common space, each summing to 1 unless ``missing_mass="infinity"`` says
-        where the rest lies (see :meth:`PrivacyLossPair.from_probability_mass_functions`)."""
+        where the rest lies (see :meth:`PrivacyLossPair.from_probability_mass_functions`); the pair dominates
+        under ``neighboring_relation``."""
         pair = PrivacyLossPair.from_probability_mass_functions(pmf_p, pmf_q, label=label, missing_mass=missing_mass)
-        return cls(pair, description=label)
+        return cls(pair, description=label, neighboring_relation=neighboring_relation)
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
         return PairFamily.exact(self.pair)

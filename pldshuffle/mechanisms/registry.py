@@ -59,13 +59,14 @@ MECHANISMS: tuple[Registered, ...] = (
     Registered("pldshuffle.mechanisms.binary_rr:ShuffledBinaryRR", "binary-rr"),
     Registered("pldshuffle.mechanisms.krr:ShuffledKRR", "krr"),
     Registered("pldshuffle.mechanisms.clones:ShuffledLDP", "ldp"),
+    Registered("pldshuffle.mechanisms.allocation:RandomAllocation", "random-allocation"),
     Registered("pldshuffle.mechanisms.generic:PairMechanism"),
 )
 
 #: Neighbouring relations a mechanism may declare, with the words statements use for them.
 RELATIONS: dict[str, str] = {
     "replace-one": "the datasets differ in the value of one user",
-    "add-remove": "one dataset has one more user than the other",
+    "add-remove": "one dataset has one more example than the other",
 }
 
 

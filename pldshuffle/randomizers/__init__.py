@@ -11,6 +11,7 @@ See ``docs/randomizers.md`` for the derivations and the table of constants.
 """
 
 from .base import CloneConstants, Finite, Randomizer, clone_constants_of_matrix
+from .continuous import Laplace
 from .named import OLH, OUE, RAPPOR, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 from .registry import RANDOMIZERS, make_randomizer, randomizer_spec
 
@@ -24,6 +25,7 @@ __all__ = [
     "Finite",
     "HadamardResponse",
     "KaryRR",
+    "Laplace",
     "LocalHashing",
     "Randomizer",
     "SubsetSelection",

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._validation import check_real_array, show
 from .base import Finite, Randomizer
+from .continuous import Laplace
 from .named import OLH, OUE, RAPPOR, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
 __all__ = ["RANDOMIZERS", "make_randomizer", "randomizer_spec"]
@@ -27,9 +28,11 @@ RANDOMIZERS: dict[str, Callable[..., Randomizer]] = {
     "hadamard": HadamardResponse,
     "subset": SubsetSelection,
     "finite": Finite,
+    "laplace": Laplace,
 }
 _NAMES = {BinaryRR: "binary-rr", KaryRR: "krr", RAPPOR: "rappor", OUE: "oue", LocalHashing: "local-hashing",
-          HadamardResponse: "hadamard", SubsetSelection: "subset", Finite: "finite"}
+          HadamardResponse: "hadamard", SubsetSelection: "subset", Finite: "finite",
+          Laplace: "laplace"}
 
 
 def _load_matrix(value: Any) -> np.ndarray:
