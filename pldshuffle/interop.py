@@ -247,7 +247,7 @@ def certified_to_dp_accounting(pld: Any) -> Any:
     -------
     dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
     """
-    from .pld.certified import CertifiedPLD  # not the deprecated alias pldshuffle.certified
+    from .pld.certified import CertifiedPLD
 
     if not isinstance(pld, CertifiedPLD):
         raise TypeError(f"pld must be a pldshuffle CertifiedPLD (FourierAccountant.certified_pld()), got {type(pld).__name__}")

@@ -355,6 +355,13 @@ class ShuffledLDP(ShuffleMechanism):
             return self._blanket_pair().build_seconds(tail_mass=tail_mass)
         return sum(p.build_seconds(tail_mass=tail_mass) for p in self.labelled_pairs())
 
+    def family_bytes(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """The blanket pair's :meth:`~pldshuffle.mechanisms.blanket.BlanketPair.family_bytes`; 0 for the clone
+        reductions (their streamed supports are refused above :data:`MAX_STREAMED_SUPPORT` points)."""
+        if self.reduction == "blanket":
+            return self._blanket_pair().family_bytes(tail_mass=tail_mass)
+        return 0.0
+
     def _check_size(self) -> None:
         """Refuse (ValueError) at construction a pair whose O(1) support estimate at the default tail mass
         is far (4×) above :data:`MAX_STREAMED_SUPPORT`; the exact count is checked when the pair is laid out."""

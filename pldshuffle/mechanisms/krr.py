@@ -81,6 +81,7 @@ from ..pld import PrivacyLossPair
 from ._krr_support import (
     ESTIMATE_LIMIT,
     EXACT_SUPPORT_LIMIT,
+    MAX_MERGE_SPREAD,
     MAX_MERGED_PAIRS,
     MAX_PAIRS,
     MAX_SUPPORT_POINTS,
@@ -179,12 +180,16 @@ class ShuffledKRR(ShuffleMechanism):
     ``O(S)`` memory.  Larger ones are streamed (never stored) onto a loss lattice of
     :data:`STREAM_GRID_BINS` cells, giving a strict lower and a strict upper pair (the family then has
     ``lower != upper``); for ``"weak"``/``"histogram"`` supports above ``UNMERGED_STREAM_LIMIT`` (2e8)
-    points first merge the outer coordinate over blocks of nearly equal tilt (:data:`MERGE_TOLERANCE`),
-    which divides the points by the block size (~``MERGE_TOLERANCE · nγ``); the cost is then the
-    layout of the ~``330 nγ sqrt(2(1-γ)(1-2/k)/k)`` cells ``(u, c)`` (``O(n)``, ~0.15 µs each).  Measured
+    points (or above ``5e5`` cells ``(u, c)``) first merge the outer coordinate over blocks of nearly equal
+    tilt (``merge_blocks``: mass-weighted rms spread of the tilt ratio :data:`MERGE_TOLERANCE`, narrow where
+    the outer coordinate's mass is), which divides the points by the block size (a few blocks across the
+    outer window at ``n ≳ 1e5``); the cost is then the layout of the ~``330 nγ sqrt(2(1-γ)(1-2/k)/k)``
+    cells ``(u, c)`` (``O(n)``, ~0.15 µs each) and the merged points.  Measured
     on a 2-core machine (``k=4, ε0=2``, whole accountant query, δ=1e-6): strong ``n=1e7`` 64 rounds
     2.0 s, ``n=1e8`` one round 13 s; weak ``n=1e5`` 10 rounds 2.2 s, ``n=1e6`` 10 rounds 7.2 s at
-    0.29 GiB peak, ``n=2e6`` 10 rounds 12.8 s at 0.31 GiB (7.8e7 cells).
+    0.29 GiB peak, ``n=2e6`` 10 rounds 12.8 s at 0.31 GiB (7.8e7 cells) -- with blocks of equal spread 1e-2;
+    the finer blocks of ``merge_blocks`` stream ~1.9x the merged points (weak ``n=1e6``: 9.3e7), about
+    1.3x the time (the one-round gap at ``n=1e5``: 1.1-2.4e-4 before, at most 1.6e-5 now).
 
     Examples
     --------
@@ -243,8 +248,10 @@ class ShuffledKRR(ShuffleMechanism):
     def _size_estimates(self, tail: float) -> tuple[float, float, float]:
         """``(cells, points, merged)``: the estimated cells ``(u, c)`` (``weak``/``histogram``; 1 otherwise),
         support points (:meth:`support_estimate`) and the points to stream: all of them up to
-        ``UNMERGED_STREAM_LIMIT``, else those left after merging blocks of the outer coordinate (about
-        ``MERGE_TOLERANCE · N π`` outer values per block, ``Bin(N, π)`` the outer coordinate)."""
+        ``UNMERGED_STREAM_LIMIT``, else those left after merging blocks of the outer coordinate
+        ``Bin(N, π)`` (``merge_blocks``: about ``5.7 σ/(MERGE_TOLERANCE · Nπ)`` blocks where its mass is,
+        ``σ² = Nπ(1-π)``, and one per ``MAX_MERGE_SPREAD · Nπ`` values in its tails; counted over its whole
+        window, an over-estimate)."""
         n, k = float(self.num_users), self.domain_size
         gamma = self.blanket_probability
         g = gamma / k
@@ -265,8 +272,14 @@ class ShuffledKRR(ShuffleMechanism):
             outer = n * other
             cells = width(n, other) * width(outer, 2.0 / (k - 1))
             points = cells * width(2 * n * g, 0.5) + width(n, other) * width(outer, 1.0 / (k - 1))
-        merged = points if points <= UNMERGED_STREAM_LIMIT else points / max(1.0, MERGE_TOLERANCE * outer)
-        return cells, points, merged
+        if points <= UNMERGED_STREAM_LIMIT:
+            return cells, points, points
+        # Blocks of merge_blocks (log r moves by ~1/outer per step): ~5.7 σ/(MERGE_TOLERANCE·outer) where the
+        # mass is, at most one per MAX_MERGE_SPREAD·outer values elsewhere (over-counted: the whole window).
+        sigma = math.sqrt(max(outer * (1.0 - outer / n), 0.0))
+        window = width(n, outer / n)
+        blocks = 1.0 + 5.7 * sigma / (MERGE_TOLERANCE * outer) + window / (MAX_MERGE_SPREAD * outer)
+        return cells, points, points * min(1.0, blocks / window)
 
     def family_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
         """Streaming the support (``POINT_SECONDS`` per estimated point) or, when the outer coordinate is
