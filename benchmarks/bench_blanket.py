@@ -20,8 +20,8 @@ Three parts, JSON rows of :mod:`benchmarks._common`:
   (with the estimate) elsewhere.
 * ``rounds``: the same comparison after 64 composed rounds for a few rows (analytic bounds composed:
   FMT20 per round with the exact Kairouz-Oh-Viswanath composition, GDDKS21 composed in RDP).
-* ``scale``: OUE (d = 1024, ε0 = 1) at n = 1e6 for 64 rounds, δ = 1e-8 (target ≤ 10 s, ≤ 1 GiB), one round
-  at n = 1e7 (target ≤ 10 s) and at n = 1e8 (feasible).  Each case in a fresh Python process (warm numba
+* ``scale``: OUE (d = 1024, ε0 = 1) at n = 1e6 for 64 rounds, δ = 1e-8 (target ≤ 10 s, ≤ 1 GiB), the same
+  with participation q = 0.5 (target ≤ 10 s), one round at n = 1e7 (target ≤ 10 s) and at n = 1e8 (feasible).  Each case in a fresh Python process (warm numba
   cache), so that its time (import + build + query) and its peak resident memory (``ru_maxrss``) are its own.
 
 ``gain`` and ``rounds`` run in this process after a warm-up (numba kernels are cached on disk).  ``--quick``
@@ -63,29 +63,30 @@ _CHILD = """
 import json, resource, time
 t0 = time.perf_counter()
 import pldshuffle as ps
-acc = ps.FourierAccountant().compose(ps.ShuffledLDP({n}, randomizer=ps.randomizers.OUE(1024, 1.0)), {rounds})
+acc = ps.FourierAccountant().compose(ps.ShuffledLDP({n}, randomizer=ps.randomizers.OUE(1024, 1.0), participation={q}), {rounds})
 b = acc.get_epsilon_bounds({delta})
 print(json.dumps({{"total": time.perf_counter() - t0, "lower": b.lower, "upper": b.upper,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
-#: (name, n, rounds, δ, target seconds)
+#: (name, n, rounds, δ, target seconds, participation)
 SCALE = [
-    ("oue_1e6_64_rounds", 10**6, 64, 1e-8, 10.0),
-    ("oue_1e7_one_round", 10**7, 1, 1e-8, 10.0),
-    ("oue_1e8_one_round", 10**8, 1, 1e-8, None),
+    ("oue_1e6_64_rounds", 10**6, 64, 1e-8, 10.0, 1.0),
+    ("oue_1e7_one_round", 10**7, 1, 1e-8, 10.0, 1.0),
+    ("oue_1e8_one_round", 10**8, 1, 1e-8, None, 1.0),
+    ("oue_1e6_64_rounds_participation_0.5", 10**6, 64, 1e-8, 10.0, 0.5),
 ]
 
 
 def _scale_rows(only: set[str] | None) -> list[dict[str, Any]]:
     rows = []
-    for name, n, rounds, delta, target in SCALE:
+    for name, n, rounds, delta, target, q in SCALE:
         if only and name not in only:
             continue
-        params = {"randomizer": "OUE(1024, 1.0)", "n": n, "rounds": rounds, "delta": delta, "target_seconds": target,
+        params = {"randomizer": "OUE(1024, 1.0)", "n": n, "rounds": rounds, "delta": delta, "participation": q, "target_seconds": target,
                   "target_memory_mb": 1024 if target else None}
         try:
-            code = _CHILD.format(n=n, rounds=rounds, delta=delta)
+            code = _CHILD.format(n=n, rounds=rounds, delta=delta, q=q)
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False)
             if proc.returncode != 0:
                 raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")

@@ -21,7 +21,7 @@ dp-accounting's own unreported rounding errors.)  The export is therefore an upp
 own rounding), and is passed with ``symmetric=False`` unless the pair is declared symmetric.
 
 Which pair: worst cases over datasets
-------------------------------------
+-------------------------------------
 A mechanism's guarantee may be the worst case over many dataset pairs (e.g. ``ShuffledBinaryRR(n, ε0)``,
 whose default ``dataset="worst"`` ranges over every dataset).  One dp-accounting distribution cannot hold a
 maximum over pairs, and no single dataset pair is a guarantee: composed over rounds whose data may change,
@@ -247,7 +247,7 @@ def certified_to_dp_accounting(pld: Any) -> Any:
     -------
     dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
     """
-    from .certified import CertifiedPLD
+    from .pld.certified import CertifiedPLD
 
     if not isinstance(pld, CertifiedPLD):
         raise TypeError(f"pld must be a pldshuffle CertifiedPLD (FourierAccountant.certified_pld()), got {type(pld).__name__}")

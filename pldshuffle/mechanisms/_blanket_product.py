@@ -59,9 +59,15 @@ def _factor(values: np.ndarray, masses: np.ndarray, spacing: float) -> tuple[int
     return j0, mass, tilt
 
 
-def product_fixed_b(b: int, p: float, gain: float, tail_mass: float, spacing: float) -> tuple[LossDistribution, LossDistribution]:
+def product_fixed_b(
+    b: int, p: float, gain: float, tail_mass: float, spacing: float, constant: float | None = None
+) -> tuple[LossDistribution, LossDistribution]:
     """``(lower, upper)`` of the product pair with ``b`` product draws and hit probability ``p`` (module
     docstring), on cells of width ``max(spacing, range/COMPONENT_CELLS)``.
+
+    ``constant`` (default ``m = b + 1``) is ``c`` in the loss ``log(c + a·N1) - log(c + a·N2)`` and the tilt
+    ``T(N) = Bin(m, p)(N)·(c + aN)/(c + amp)``: ``c - m`` further items of type ``(1, 1)`` (void reports with
+    participation, :mod:`._blanket_participation`); any real ``c > 0``.
 
     Truncation: ``N`` to the window of :func:`~._krr_support.tilted_windows` (tail ``tail_mass``), which drops
     ``q0 + q1`` of ``Bin`` and ``t0·q0 + t1·q1`` of ``T`` (``t0 = 1/(1+ap)``, ``t1 = (1+a)/(1+ap)``, the tilt at
@@ -71,11 +77,12 @@ def product_fixed_b(b: int, p: float, gain: float, tail_mass: float, spacing: fl
     lo, hi, q0, q1 = (v[0] for v in tilted_windows(np.array([m]), p, tail_mass))
     n_values = np.arange(int(lo), int(hi) + 1, dtype=np.int64)
     log_bin = binomial_logpmf(n_values, m, p)
-    denom = m * (1.0 + gain * p)
+    c = float(m) if constant is None else float(constant)
+    denom = c + gain * m * p
     loss = np.log1p(gain * (n_values - m * p) / denom)
     bin_mass = np.exp(log_bin)
     tilted_mass = np.exp(log_bin + loss)
-    t0, t1 = 1.0 / (1.0 + gain * p), (1.0 + gain) / (1.0 + gain * p)
+    t0, t1 = c / denom, (c + gain * m) / denom  # the affine tilt at N = 0 and N = m
     truncated = min(1.0, float(q0 + q1 + t0 * q0 + t1 * q1))
     # Each factor's loss: log1p of a quotient of a few rounded operations (relative error ≤ 8u of the
     # argument, plus the ulps of the log), counted for both factors.

@@ -25,8 +25,8 @@ from .._reporting import build_progress
 
 __all__ = [
     "ESTIMATE_LIMIT", "EXACT_SUPPORT_LIMIT", "MAX_MERGED_PAIRS", "MAX_PAIRS", "MAX_SUPPORT_POINTS", "MERGE_TOLERANCE",
-    "MERGED_POINT_SECONDS", "PAIR_SECONDS", "POINT_SECONDS", "STREAM_GRID_BINS", "UNMERGED_STREAM_LIMIT", "refusal",
-    "tilted_trinomial_support", "tilted_windows", "with_zero_atom",
+    "MAX_MERGE_SPREAD", "MERGED_POINT_SECONDS", "PAIR_SECONDS", "POINT_SECONDS", "STREAM_GRID_BINS", "UNMERGED_STREAM_LIMIT",
+    "merge_blocks", "refusal", "tilted_trinomial_support", "tilted_windows", "with_zero_atom",
 ]
 
 #: Largest truncated support kept exactly (a sorted array of losses); larger ones are streamed onto a
@@ -34,14 +34,21 @@ __all__ = [
 EXACT_SUPPORT_LIMIT = 2**18
 #: Lattice cells across the loss range of a streamed pair (relative ε error ~1e-8, second order).
 STREAM_GRID_BINS = 2**16
-#: Relative spread of the tilt ratio within a block of the outer coordinate merged when streaming
-#: (``_merge_outer``): fewer points by the block size, at a relative loss spread of about this much
-#: (weak n=1e4, 10 rounds: ε bounds move by ~3e-6 relative, the accountant's own gap is ~5e-4).
-MERGE_TOLERANCE = 1e-2
+#: Mass-weighted root-mean-square spread of log(tilt ratio) within the blocks of the outer coordinate merged
+#: when streaming (:func:`merge_blocks`): fewer points by the block size, at a relative loss spread of about
+#: this much where the outer coordinate's mass is.  The upper bound spreads each merged point over its
+#: block's extreme losses, an excess about quadratic in the spread: weak kRR, n = 1e5, one round, relative
+#: ε gap at δ = 1e-9 with blocks of equal spread 1e-2 / 3e-3 / merge_blocks: k = 100, ε0 = 2: 2.4e-4 /
+#: 2.6e-5 / 1.6e-5 (1.1e6 cells; 5.3e5 / 1.1e6 / 1.1e6 merged points); k = 10, ε0 = 1: 1.7e-4 / 1.6e-5 /
+#: 1.05e-5 (5.5e6 / 1.3e7 / 1.0e7 points).
+MERGE_TOLERANCE = 3e-3
+#: Largest relative spread of the tilt ratio within one block (the outer coordinate's tails, where the
+#: mass-weighted rule alone would make blocks arbitrarily wide).
+MAX_MERGE_SPREAD = 1e-2
 #: Supports of at most this many points are streamed without that merge (~6 ns per point on 2 cores): its
-#: upper bound takes each block's extreme tilt, a first-order error that dominated single rounds (weak,
-#: n = 2000, k = 3, ε0 = 1, one round, δ = 1e-10: gap 1.3e-4 merged, 1.2e-8 unmerged, 0.7 s either way;
-#: n = 1e4, k = 4, ε0 = 2: 1.1e8 points, 0.3 → 0.8 s).
+#: upper bound takes each block's extreme tilt, an error that dominated single rounds (weak, n = 2000,
+#: k = 3, ε0 = 1, one round, δ = 1e-10: gap 1.3e-4 merged in blocks of equal spread 1e-2, 1.2e-8
+#: unmerged, 0.7 s either way; n = 1e4, k = 4, ε0 = 2: 1.1e8 points, 0.3 → 0.8 s).
 UNMERGED_STREAM_LIMIT = 200_000_000
 #: Largest support streamed (after merging); larger requests are refused before they are streamed
 #: (~10-25 ns per point: ~1 h at the limit).
@@ -53,9 +60,10 @@ ESTIMATE_LIMIT = 4 * MAX_SUPPORT_POINTS
 #: are refused before the layout (``PAIR_SECONDS`` each: ~35 min at the limit).
 MAX_MERGED_PAIRS = 10_000_000_000
 #: Seconds per cell ``(u, c)`` of the layout (window searches, log-pmfs, the merge) and per streamed
-#: point after merging: weak, n = 1e6, k = 4, ε0 = 2: 4.0e7 cells in 5.6 s, 5.0e7 merged points in
-#: 1.1 s; and per point of :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts
-#: ~2 per point): strong, n = 1e8, k = 4, ε0 = 2: 2.9e9 estimated points in 13 s (2 CPU cores).
+#: point after merging: weak, n = 1e6, k = 4, ε0 = 2: 4.0e7 cells in 5.6 s, 5.0e7 merged points (blocks of
+#: equal spread 1e-2; 9.3e7 with merge_blocks) in 1.1 s; and per point of
+#: :meth:`ShuffledKRR.support_estimate` streamed unmerged (the estimate counts ~2 per point): strong,
+#: n = 1e8, k = 4, ε0 = 2: 2.9e9 estimated points in 13 s (2 CPU cores).
 PAIR_SECONDS, MERGED_POINT_SECONDS, POINT_SECONDS = 1.4e-7, 2.2e-8, 4.5e-9
 #: Pairs ``(u, c)`` laid out at once when the outer coordinate is merged (``_merge_outer``) chunk by chunk
 #: (~150 bytes of temporaries each: weak, n = 1e6, peak 520 MB at 2e6 per chunk, 285 MB at 5e5, as fast).
@@ -180,11 +188,7 @@ def tilted_trinomial_support(
         c_width = c_hi - c_lo + 1
         pairs = int(c_width.sum())
         ratio = np.exp(log_a - log_b)  # A/B (0 when A = 0, inf when B = 0)
-        blocks = None  # merge blocks of u (streaming only), when the ratios allow and blocks hold >= 4 values
-        if ratio.size > 1 and np.all(np.isfinite(ratio) & (ratio > 0)):
-            blocks = np.floor(np.log(ratio) / math.log1p(MERGE_TOLERANCE)).astype(np.int64)
-            if 4 * (int(blocks.max() - blocks.min()) + 1) > ratio.size:
-                blocks = None
+        blocks = merge_blocks(ratio, log_pu)  # merge blocks of u (streaming only), or None
         # Checked before the per-pair arrays are built: their number bounds the memory when they cannot
         # be merged (held at once), the time when they can (laid out chunk by chunk).
         limit = MAX_PAIRS if blocks is None else MAX_MERGED_PAIRS
@@ -296,19 +300,76 @@ def tilted_trinomial_support(
     return exact, exact
 
 
+def merge_blocks(ratio: NDArray[np.float64], log_p: NDArray[np.float64]) -> NDArray[np.int64] | None:
+    r"""Blocks of consecutive outer values ``u`` merged when streaming: a non-decreasing block index per ``u``,
+    or ``None`` where merging is not possible (a ratio ``r = A/B`` of 0 or inf) or not worth it (blocks of
+    fewer than 4 values on average).
+
+    The upper bound spreads each merged point over the losses at its block's extreme ratios
+    (:func:`~pldshuffle._kernels.stream_tilted_points`), an excess about quadratic in the block's spread
+    ``s`` of ``log r`` (a point's excess at a given ε is at most its mass times the width of its loss
+    interval, and only intervals that contain ε count), so about ``Σ_u p(u) s(u)²`` over the outer values
+    (``p = exp(log_p)`` normalised, ``s(u)`` the spread of ``u``'s block).  Each ``u`` gets an allowance
+    ``w(u) = min(λ p(u)^{-1/3}, MAX_MERGE_SPREAD)``, ``λ = MERGE_TOLERANCE / (Σ_u p(u)^{1/3})^{1/2}``: for a
+    given number of blocks (about ``Σ_u |Δ log r(u)| / w(u)``) ``Σ_u p(u) w(u)²`` is smallest for
+    ``w ∝ p^{-1/3}`` -- narrow blocks where the outer coordinate's mass is, wide ones in its tails -- and
+    ``λ`` makes it at most ``MERGE_TOLERANCE²``.  Blocks are laid greedily outwards from a block centred on
+    the mode, each as long as its spread (path length of ``log r``; ratios need not be monotone) stays within
+    the smallest allowance of the values from it outwards, so ``s(u) ≤ w(u)`` for every ``u`` and the
+    mass-weighted mean-square spread is at most ``MERGE_TOLERANCE²``.  For a binomial outer coordinate of
+    mean ``μ`` and deviation ``σ`` (``log r`` moving by ``~1/μ`` per step), that is about
+    ``5.7 σ/(MERGE_TOLERANCE μ)`` blocks where its mass is, against ``18 σ/(w μ)`` blocks of equal spread
+    ``w`` across its window (tail 1e-18), where only a few blocks fit, a few more.
+
+    Every grouping is valid: the merged pairs' bounds hold for any blocks (:func:`_merge_outer` records
+    each block's extreme ratios); the rule only trades points for tightness.  O(U + B log U) for ``U``
+    values and ``B`` blocks.
+    """
+    size = ratio.size
+    if size <= 1 or not np.all(np.isfinite(ratio) & (ratio > 0)):
+        return None
+    path = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(np.log(ratio))))])
+    # p^{1/3} normalised in log space (the window's log-pmf need not sum to 1); its floor keeps w finite.
+    p_third = np.maximum(np.exp((log_p - float(np.logaddexp.reduce(log_p))) / 3.0), np.finfo(np.float64).tiny)
+    allowance = np.minimum(MERGE_TOLERANCE / math.sqrt(float(p_third.sum())) / p_third, MAX_MERGE_SPREAD)
+    mode = int(np.argmax(log_p))
+    # Smallest allowance from each value outwards (rightwards right of the mode, leftwards left of it): a block
+    # starting there spreads by at most the allowance of each of its members.
+    right = np.minimum.accumulate(allowance[::-1])[::-1]
+    left = np.minimum.accumulate(allowance)
+    most = size // 4  # more blocks than this: merging is not worth it
+    width = min(float(allowance[mode]), float(left[mode]), float(right[mode]))
+    first = int(np.searchsorted(path, path[mode] - width / 2, side="left"))
+    stop = int(np.searchsorted(path, path[mode] + width / 2, side="right"))
+    starts = [first]
+    while stop < size and len(starts) <= most:  # rightwards: blocks [stop, next)
+        starts.append(stop)
+        stop = max(int(np.searchsorted(path, path[stop] + right[stop], side="right")), stop + 1)
+    lefts = []
+    while first > 0 and len(starts) + len(lefts) <= most:  # leftwards: blocks [previous, first)
+        end = first - 1
+        first = min(int(np.searchsorted(path, path[end] - left[end], side="left")), end)
+        lefts.append(first)
+    if len(starts) + len(lefts) > most or (lefts and lefts[-1] > 0):
+        return None
+    starts = np.array(lefts[::-1] + starts, dtype=np.int64)
+    return np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, size)))
+
+
 def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
     """Merge pairs ``(u, c)`` over blocks of ``u`` into outcomes ``(block, c)`` (one chunk of pairs).
 
-    ``blocks[u]`` groups tilt ratios ``r = A/B`` that agree within a factor ``1 + MERGE_TOLERANCE``
-    (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The outcomes ``(u, c, x)``, ``u`` in
-    a block, become one outcome ``(block, c, x)`` with ``P = Bin(c,1/2)(x)(α + βx)``,
-    ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``, ``β = Σ_u p(u,c) B(u)`` (a
-    post-processing: the analyst forgets ``u`` within its block), over the union of the members' x
-    windows (points also counted as dropped are then counted twice: at most ``tail_mass`` more mass,
-    which only raises the upper bound and is a real sub-measure for the lower).  Its loss and the
-    members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
+    ``blocks[u]`` (:func:`merge_blocks`) groups consecutive ``u`` whose tilt ratios ``r = A/B`` agree within a
+    factor ``e^{MAX_MERGE_SPREAD}`` (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The
+    outcomes ``(u, c, x)``, ``u`` in a block, become one outcome ``(block, c, x)`` with
+    ``P = Bin(c,1/2)(x)(α + βx)``, ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``,
+    ``β = Σ_u p(u,c) B(u)`` (a post-processing: the analyst forgets ``u`` within its block), over the
+    union of the members' x windows (points also counted as dropped are then counted twice: at most
+    ``tail_mass`` more mass, which only raises the upper bound and is a real sub-measure for the lower).
+    Its loss and the members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
     (:func:`~pldshuffle._kernels.stream_tilted_points` uses them for the upper bound).  The loss varies
-    by a relative ~``MERGE_TOLERANCE`` within a block, and the number of points drops by the block size.
+    by a relative ~``MERGE_TOLERANCE`` within the blocks that hold the mass, and the number of points drops
+    by the block size.
 
     Returns ``(block, c, α, β, x_lo, x_hi, r_lo, r_hi)`` per merged outcome; chunks of the same block
     combine with :func:`_group`, and :func:`_merged_kernel_args` turns the result into kernel arguments.

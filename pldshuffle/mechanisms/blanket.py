@@ -20,13 +20,15 @@ own constants) is such a decomposition with a smaller blanket, so this pair is n
 
 :class:`BlanketPair` chooses an evaluation (:mod:`._blanket_support`): the weak kRR pair itself for
 k-ary and binary RR; a tilted trinomial over all ``B`` when no report hits both inputs; the product
-convolution of :mod:`pldshuffle._kernels.blanket` over groups of ``B`` for product hit laws (OUE, symmetric
-RAPPOR and local hashing at large domains); a tilted trinomial per group of ``B`` otherwise (Hadamard
-response, subset selection, and every named randomizer with participation); exact enumeration of type
-counts for small finite randomizers; for the continuous :class:`~pldshuffle.randomizers.Laplace`
-randomizer, the certified discretisation of its ratio sums in :mod:`._blanket_laplace` (victim inputs at
-the interval's ends).  When none applies (a finite randomizer with many types and many
-users) it says so (:attr:`BlanketPair.unavailable`) and :class:`~pldshuffle.ShuffledLDP` falls back to the
+convolution of :mod:`._blanket_product` over groups of ``B`` for product hit laws (OUE, symmetric
+RAPPOR and local hashing at large domains), and with participation ``q < 1`` the same product pairs over
+groups of the number of non-void reports with a chord over the voids' share (:mod:`._blanket_participation`);
+an (N1, N2) enumeration per group of ``B`` otherwise (Hadamard response, subset selection, local hashing
+with a large point mass); exact enumeration of type counts for small finite randomizers; for the
+continuous :class:`~pldshuffle.randomizers.Laplace` randomizer, the certified discretisation of its ratio
+sums in :mod:`._blanket_laplace` (victim inputs at the interval's ends).  When none applies (a finite
+randomizer with many types and many users) it says so (:attr:`BlanketPair.unavailable`) and
+:class:`~pldshuffle.ShuffledLDP` falls back to the
 labelled clone pair.
 """
 
@@ -46,6 +48,7 @@ from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_type
 from ._blanket_support import (
     DEFAULT_GROUP_TOLERANCE,
     MAX_ENUMERATED_POINTS,
+    MIXTURE_BINS,
     b_points,
     enumerated_pair,
     enumerated_size,
@@ -55,6 +58,7 @@ from ._blanket_support import (
     trinomial_bounds,
 )
 from ._blanket_laplace import laplace_bounds, laplace_seconds
+from ._blanket_participation import NODE_OFFSETS, participation_bounds, participation_window_points
 from ._blanket_product import product_bounds
 from ._krr_support import MAX_SUPPORT_POINTS
 from .base import DEFAULT_TAIL_MASS
@@ -77,6 +81,13 @@ MAX_BLANKET_SECONDS = 3600.0
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
 _PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 0.005, 2e-8
 _CONVOLUTION_SECONDS, _POINT_SECONDS = 1e-9, 1e-7
+#: Bytes of :meth:`BlanketPair.family_bytes`: per point of an evaluation (its loss and mass, their lattice
+#: copies), and the mixture lattices (two accumulators of mass and moment, two distributions of loss and
+#: mass, at four times MIXTURE_BINS cells).
+_BYTES_PER_POINT = 32.0
+_MIXTURE_BYTES = 8.0 * 8.0 * 4.0 * MIXTURE_BINS
+#: ... and of the participation evaluation: one product evaluation, one point of its (c, M) window.
+_PRODUCT_EVALUATION_SECONDS, _WINDOW_POINT_SECONDS = 0.0025, 5e-9
 
 
 def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
@@ -99,10 +110,11 @@ def check_participation(value: object) -> float:
 class _Plan:
     """How one victim pair's blanket pair is evaluated."""
 
-    method: str  # "krr", "trinomial", "product", "grouped", "enumerated", "laplace"
+    method: str  # "krr", "trinomial", "product", "participation", "grouped", "enumerated", "laplace"
     model: HitModel | None = None
     types: object | None = None
     victims: tuple[int, int] = (0, 1)
+    base: HitModel | None = None  # "participation": the randomizer's own model (model is R_q's)
 
 
 @dataclass(frozen=True)
@@ -181,7 +193,7 @@ class BlanketPair:
                 except ValueError as exc:
                     return (), str(exc)
                 return (_Plan("krr", model),), ""
-            plan = self._hit_plan(model.with_participation(q))
+            plan = self._participation_plan(model) or self._hit_plan(model.with_participation(q))
             return (plan,), self._too_large(plan)
         matrix = participating_matrix(R.matrix(), q)
         pairs = victim_pairs(matrix)
@@ -224,6 +236,11 @@ class BlanketPair:
             points = _trinomial_points(n, model, DEFAULT_TAIL_MASS)
             if points > 4 * MAX_SUPPORT_POINTS:
                 return f"about {points:.3g} support points, more than {4 * MAX_SUPPORT_POINTS:.3g}"
+        elif plan.method == "participation":
+            seconds = self._plan_seconds(plan, DEFAULT_TAIL_MASS)
+            if seconds > MAX_BLANKET_SECONDS:
+                return f"an estimated {seconds:.3g} s (groups of product items and their window), more than {MAX_BLANKET_SECONDS:g} s"
+            return ""
         elif width > MAX_FACTOR_POINTS:
             return f"windows of about {width:.3g} hit counts per value of B, more than {MAX_FACTOR_POINTS:.3g}"
         if plan.method == "grouped":
@@ -232,6 +249,18 @@ class BlanketPair:
             if seconds > MAX_BLANKET_SECONDS:
                 return f"an estimated {seconds:.3g} s of enumeration (hits of both inputs are dependent), more than {MAX_BLANKET_SECONDS:g} s"
         return ""
+
+    def _participation_plan(self, model: HitModel) -> _Plan | None:
+        """The product evaluation with participation (:mod:`._blanket_participation`) when ``q < 1`` and the
+        randomizer's own hit law has a product split whose point mass costs at most :data:`PRODUCT_SLACK`."""
+        q = self.participation
+        if q == 1.0:
+            return None
+        split = model.product_split()
+        model_q = model.with_participation(q)
+        if split is None or self.num_users * split[1] > PRODUCT_SLACK or model_q.product_split() is None:
+            return None
+        return _Plan("participation", model_q, base=model)
 
     def _hit_plan(self, model: HitModel, victims: tuple[int, int] = (0, 1)) -> _Plan:
         if model.pi11 == 0.0:
@@ -244,8 +273,8 @@ class BlanketPair:
 
     @property
     def methods(self) -> tuple[str, ...]:
-        """The evaluation used per victim pair (``"krr"``, ``"trinomial"``, ``"product"``, ``"grouped"``,
-        ``"enumerated"``); empty when :attr:`unavailable`."""
+        """The evaluation used per victim pair (``"krr"``, ``"trinomial"``, ``"product"``, ``"participation"``,
+        ``"grouped"``, ``"enumerated"``); empty when :attr:`unavailable`."""
         return tuple(p.method for p in self._plans)
 
     @property
@@ -256,10 +285,28 @@ class BlanketPair:
     # ------------------------------------------------------------------ sizes
     def group_count(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> int:
         """Number of groups of ``B`` of the grouped evaluations (0 when none is grouped)."""
-        grouped = [p for p in self._plans if p.method in ("product", "grouped")]
+        grouped = [p for p in self._plans if p.method in ("product", "grouped", "participation")]
         if not grouped:
             return 0
-        return max(b_points(self.num_users, p.model.gamma, tail_mass, self.group_tolerance).size for p in grouped)  # type: ignore[union-attr]
+        return max(b_points(self.num_users, self._group_probability(p), tail_mass, self.group_tolerance).size for p in grouped)
+
+    @staticmethod
+    def _group_probability(plan: _Plan) -> float:
+        """The success probability of the binomial whose values are grouped (``B``, or ``M`` with participation)."""
+        assert plan.model is not None
+        if plan.method == "participation":
+            split = plan.model.product_split()
+            assert split is not None
+            return plan.model.gamma * (1.0 - split[1])
+        return plan.model.gamma
+
+    def _plan_seconds(self, plan: _Plan, tail_mass: float) -> float:
+        """:meth:`build_seconds` of one plan ``"participation"``: per group ``2·(len(NODE_OFFSETS) + 1)`` product
+        evaluations, and the kernel's pass over the (c, M) window."""
+        assert plan.model is not None
+        groups = b_points(self.num_users, self._group_probability(plan), tail_mass, self.group_tolerance).size
+        points = participation_window_points(self.num_users, plan.model, tail_mass)
+        return groups * 2 * (len(NODE_OFFSETS) + 1) * _PRODUCT_EVALUATION_SECONDS + _WINDOW_POINT_SECONDS * points
 
     def build_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
         """Rough seconds of :meth:`pair_bounds` on a 2-core machine, O(groups) (for the accountant's warning).
@@ -278,6 +325,8 @@ class BlanketPair:
                 total += ShuffledKRR(self.num_users, d, local_epsilon=float(self.randomizer.local_epsilon)).family_seconds(tail_mass=tail_mass)
             elif plan.method == "trinomial":
                 total += _TRINOMIAL_POINT_SECONDS * _trinomial_points(self.num_users, plan.model, tail_mass)  # type: ignore[arg-type]
+            elif plan.method == "participation":
+                total += self._plan_seconds(plan, tail_mass)
             elif plan.method in ("product", "grouped"):
                 model = plan.model
                 assert model is not None
@@ -289,6 +338,38 @@ class BlanketPair:
                     z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
                     width = z * math.sqrt(b * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
                     total += groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+        return total
+
+    def family_bytes(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+        """A-priori bytes held while :meth:`pair_bounds` runs, summed over the victim pairs; O(1) per pair.
+
+        Per pair: the mixture lattices of the grouped evaluations (:data:`_MIXTURE_BYTES`), plus the largest
+        transient arrays, :data:`_BYTES_PER_POINT` per point: the ``(N1, N2)`` enumeration at the largest
+        ``B`` of the window (``W·2W`` points, ``W`` the window of ``N1``), the tilted trinomial's support,
+        or the enumerated type counts (``types + 4`` numbers each); the weak kRR pair's own estimate.
+        """
+        total = 0.0
+        n = self.num_users
+        z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+        for plan in self._plans:
+            if plan.method == "krr":
+                from .krr import ShuffledKRR
+
+                d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
+                total += ShuffledKRR(n, d, local_epsilon=float(self.randomizer.local_epsilon), adversary="weak").family_bytes(tail_mass=tail_mass)
+            elif plan.method == "enumerated":
+                types = plan.types.prob.size  # type: ignore[attr-defined]
+                total += 8.0 * (types + 4) * enumerated_size(n, types)
+            elif plan.method == "trinomial":
+                total += _BYTES_PER_POINT * _trinomial_points(n, plan.model, tail_mass)  # type: ignore[arg-type]
+            elif plan.method == "grouped":
+                model = plan.model
+                assert model is not None
+                b = min(n - 1.0, (n - 1) * model.gamma + z * math.sqrt((n - 1) * model.gamma * (1.0 - model.gamma)) + 1.0)
+                width = z * math.sqrt((b + 1.0) * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
+                total += _MIXTURE_BYTES + _BYTES_PER_POINT * 2.0 * width * width
+            else:  # product, participation, laplace: factor laws of a few thousand cells per evaluation
+                total += _MIXTURE_BYTES
         return total
 
     def describe(self) -> str:
@@ -340,6 +421,10 @@ class BlanketPair:
             lower, upper = trinomial_bounds(n, model, tail, context, advice)
         elif plan.method == "product":
             lower, upper = product_bounds(n, model, tail, self.group_tolerance)
+        elif plan.method == "participation":
+            split = plan.base.product_split() if plan.base is not None else None
+            assert split is not None
+            lower, upper = participation_bounds(n, model, split[1], self.participation, tail, self.group_tolerance)
         else:
             lower, upper = grouped_bounds(
                 n, model.gamma, tail, self.group_tolerance,

@@ -284,7 +284,7 @@ def get_backend(name: str = "auto", size: int | None = None, transforms: int = 1
 def check_backend(name: object) -> str:
     """``name`` if it is one of ``BACKENDS`` and importable, else ``ValueError`` (``TypeError`` for a
     non-string); ``"auto"`` imports nothing."""
-    check_choice("fft_backend", name, BACKENDS)
+    name = check_choice("fft_backend", name, BACKENDS)
     if name == "pyfftw" and _pyfftw() is None:
         raise ValueError(
             "fft_backend='pyfftw' requested but pyfftw is not importable (install it with "

@@ -1,0 +1,44 @@
+"""The blanket pair's a-priori size and time estimates: oversized requests are refused before any pair is
+built (as for the other mechanisms), and the estimates follow the evaluation chosen."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import pldshuffle as ps
+from pldshuffle.randomizers import OUE, HadamardResponse, KaryRR
+
+
+def _no_family(mechanism):
+    raise RuntimeError("no family may be built before the refusal")
+
+
+def test_blanket_pair_beyond_the_memory_cap_is_refused_before_any_work():
+    """Hadamard response at n = 1e5: its (N1, N2) enumeration holds ~300 MiB per value of B; a 256 MiB cap
+    (half for the pairs) refuses it up front, naming the estimate and how to shrink the request."""
+    mechanism = ps.ShuffledLDP(10**5, randomizer=HadamardResponse(64, 1.0), reduction="blanket")
+    assert mechanism.blanket_pair.methods == ("grouped",)
+    assert mechanism.family_bytes() > 2**28 / 2
+    acc = ps.FourierAccountant(max_memory_bytes=2**28).compose(mechanism)
+    acc._family = _no_family
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ps.SlowComputationWarning)
+        with pytest.raises(ps.pld.MemoryBudgetError, match=r"GiB, above half of max_memory_bytes=.*fewer users") as info:
+            acc.get_epsilon_bounds(1e-8)
+    assert info.value.needed > info.value.budget == 2**28 / 2
+
+
+def test_estimates_follow_the_evaluation():
+    small = ps.ShuffledLDP(10**6, randomizer=OUE(1024, 1.0))
+    assert small.blanket_pair.methods == ("product",) and 0 < small.family_bytes() < 64 * 2**20
+    part = ps.ShuffledLDP(10**6, randomizer=OUE(1024, 1.0), participation=0.5)
+    assert part.blanket_pair.methods == ("participation",) and 0 < part.family_bytes() < 64 * 2**20
+    assert 0.5 < part.family_seconds() < 60.0  # measured ~3 s for the pair
+    seconds = [ps.ShuffledLDP(n, randomizer=HadamardResponse(64, 1.0), reduction="blanket").family_seconds() for n in (10**3, 10**4, 10**5)]
+    assert seconds == sorted(seconds)
+    grouped = [ps.ShuffledLDP(n, randomizer=HadamardResponse(64, 1.0), reduction="blanket").family_bytes() for n in (10**3, 10**4, 10**5)]
+    assert grouped == sorted(grouped)
+    assert ps.ShuffledLDP(1000, randomizer=KaryRR(4, 1.0)).family_bytes() >= 0.0
+    assert ps.ShuffledLDP(1000, 1.0, reduction="fmt20").family_bytes() == 0.0
