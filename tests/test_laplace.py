@@ -223,3 +223,15 @@ def test_one_round_gap_at_the_defaults() -> None:
     b = ps.FourierAccountant().compose(ps.ShuffledLDP(1000, randomizer=Laplace(1.0))).get_epsilon_bounds(1e-6)
     assert 0.0 < b.lower <= b.upper
     assert (b.upper - b.lower) / b.upper <= 1e-4
+
+
+def test_default_keeps_the_blanket_pair_at_ten_thousand_users() -> None:
+    """The finer group tolerance is used only where it is estimated cheap: at n = 1e4 the estimate stays under
+    the default's fallback threshold, so ShuffledLDP still answers with the blanket pair."""
+    from pldshuffle.mechanisms._blanket_laplace import LAPLACE_FINE_GROUP_TOLERANCE, LAPLACE_GROUP_TOLERANCE, group_tolerance
+    from pldshuffle.mechanisms.clones import BLANKET_DEFAULT_SECONDS
+
+    assert group_tolerance(1000, 1.0, 1e-18) == LAPLACE_FINE_GROUP_TOLERANCE
+    assert group_tolerance(10_000, 1.0, 1e-18) == LAPLACE_GROUP_TOLERANCE
+    mech = ps.ShuffledLDP(10_000, randomizer=Laplace(1.0))
+    assert mech.reduction == "blanket" and mech.blanket_pair.build_seconds() <= BLANKET_DEFAULT_SECONDS
