@@ -19,7 +19,7 @@ from .mechanisms.registry import MECHANISMS as _MECHANISMS
 # Before any module of the package can import numba (cache=True must not write into a read-only install).
 configure_numba_cache()
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: Public name -> submodule defining it (the mechanisms are added from their registry below).
 _EXPORTS = {
