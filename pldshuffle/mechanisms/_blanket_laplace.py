@@ -40,11 +40,13 @@ from ._allocation_sum import RatioLaw, combine, make_grid
 from ._binomial import binomial_pmf, binomial_window
 from ._blanket_support import grouped_bounds
 
-__all__ = ["LAPLACE_BINS", "LAPLACE_FINE_GROUP_TOLERANCE", "LAPLACE_GROUP_TOLERANCE", "group_tolerance", "laplace_bounds", "laplace_seconds", "side_law", "side_moments"]
+__all__ = ["LAPLACE_BINS", "LAPLACE_COARSE_BINS", "LAPLACE_FINE_GROUP_TOLERANCE", "LAPLACE_GROUP_TOLERANCE", "group_tolerance", "laplace_bounds", "laplace_seconds", "side_law", "side_moments"]
 
 #: Lattice cells across the most likely fixed-``B`` pair's loss range (the mixture lattice of
-#: :func:`grouped_bounds`; second-order error).
+#: :func:`grouped_bounds`; second-order error), with the fine group tolerance; with the coarse one, whose
+#: first-order grouping error dominates, :data:`LAPLACE_COARSE_BINS` (the convolutions cost cells²).
 LAPLACE_BINS = 2048
+LAPLACE_COARSE_BINS = 1024
 #: Groups of ``B`` span this fraction of their lowest value (:func:`._blanket_support.b_points`) ...
 LAPLACE_GROUP_TOLERANCE = 5e-4
 #: ... or this finer one where :func:`laplace_seconds` estimates it at most :data:`_FINE_SECONDS`
@@ -309,16 +311,19 @@ def _loss_width(b: int, eps0: float) -> float:
     return min(_LOSS_SDS * sd, 2.0 * eps0)
 
 
-def group_tolerance(n: int, eps0: float, tail_mass: float, participation: float = 1.0, bins: int = LAPLACE_BINS) -> float:
-    """The default group tolerance: :data:`LAPLACE_FINE_GROUP_TOLERANCE` where its estimated time
-    (:func:`laplace_seconds`) is at most :data:`_FINE_SECONDS`, else :data:`LAPLACE_GROUP_TOLERANCE`
-    (ε0 = 1: fine up to n ≈ 2e3).  Any tolerance is valid; this one only trades gap for time.  O(groups)."""
-    fine = laplace_seconds(n, eps0, tail_mass, participation=participation, tolerance=LAPLACE_FINE_GROUP_TOLERANCE, bins=bins)
-    return LAPLACE_FINE_GROUP_TOLERANCE if fine <= _FINE_SECONDS else LAPLACE_GROUP_TOLERANCE
+def group_tolerance(n: int, eps0: float, tail_mass: float, participation: float = 1.0) -> tuple[float, int]:
+    """The default ``(group tolerance, lattice cells)``: ``(LAPLACE_FINE_GROUP_TOLERANCE, LAPLACE_BINS)``
+    where :func:`laplace_seconds` estimates them at most :data:`_FINE_SECONDS`, else
+    ``(LAPLACE_GROUP_TOLERANCE, LAPLACE_COARSE_BINS)`` (ε0 = 1: fine up to n ≈ 2e3).  Any choice is valid;
+    this one only trades gap for time.  O(groups)."""
+    fine = laplace_seconds(n, eps0, tail_mass, participation=participation, tolerance=LAPLACE_FINE_GROUP_TOLERANCE, bins=LAPLACE_BINS)
+    if fine <= _FINE_SECONDS:
+        return LAPLACE_FINE_GROUP_TOLERANCE, LAPLACE_BINS
+    return LAPLACE_GROUP_TOLERANCE, LAPLACE_COARSE_BINS
 
 
 def laplace_bounds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0,
-                   tolerance: float | None = None, bins: int = LAPLACE_BINS) -> tuple[LossDistribution, LossDistribution]:
+                   tolerance: float | None = None, bins: int | None = None) -> tuple[LossDistribution, LossDistribution]:
     """``(lower, upper)`` forward loss distributions of the Laplace blanket pair (victims ``input_min``/``input_max``;
     symmetric), ``n`` users, Poisson participation ``q``.
 
@@ -326,10 +331,12 @@ def laplace_bounds(n: int, eps0: float, tail_mass: float, *, participation: floa
     reports revealed with the rest) and the victim is void with probability ``1 - q`` under both inputs
     (loss 0): the pair is ``(1 - q)·δ_0 + q·(the pair with B ~ Bin(n - 1, qγ))``.  Time: (groups of ``B``) ×
     (window of ``k``) × (N² for each new average + cells² per convolution), see :func:`laplace_seconds`;
-    ``tolerance=None``: :func:`group_tolerance`.
+    ``tolerance=None``, ``bins=None``: :func:`group_tolerance`.
     """
-    if tolerance is None:
-        tolerance = group_tolerance(n, eps0, tail_mass, participation, bins)
+    if tolerance is None or bins is None:
+        default_tolerance, default_bins = group_tolerance(n, eps0, tail_mass, participation)
+        tolerance = default_tolerance if tolerance is None else tolerance
+        bins = default_bins if bins is None else bins
     gamma = participation * math.exp(-0.5 * eps0)
     tail = tail_mass / 4.0
 
@@ -350,7 +357,7 @@ def _with_void(dist: LossDistribution, q: float) -> LossDistribution:
 
 
 def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0,
-                    tolerance: float | None = None, bins: int = LAPLACE_BINS) -> float:
+                    tolerance: float | None = None, bins: int | None = None) -> float:
     """Rough seconds of :func:`laplace_bounds` on 2 cores: terms ``(B, k)`` over the groups of ``B`` times
     their convolution size, plus the laws of averages (measured ε0 = 1, one round, on a 2-core machine at load
     ~3.5: n = 1e3 22 s, n = 1e4 75 s; with the earlier 1024 cells, 24 points per sd and tolerance 5e-4, at load
@@ -358,8 +365,10 @@ def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: flo
     O(groups)."""
     from ._blanket_support import b_points
 
-    if tolerance is None:
-        tolerance = group_tolerance(n, eps0, tail_mass, participation, bins)
+    if tolerance is None or bins is None:
+        default_tolerance, default_bins = group_tolerance(n, eps0, tail_mass, participation)
+        tolerance = default_tolerance if tolerance is None else tolerance
+        bins = default_bins if bins is None else bins
     gamma = participation * math.exp(-0.5 * eps0)
     points = b_points(n, gamma, tail_mass / 4.0, tolerance)
     mode = max(1, int((n - 1) * gamma))
