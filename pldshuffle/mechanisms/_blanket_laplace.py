@@ -359,10 +359,8 @@ def _with_void(dist: LossDistribution, q: float) -> LossDistribution:
 def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0,
                     tolerance: float | None = None, bins: int | None = None) -> float:
     """Rough seconds of :func:`laplace_bounds` on 2 cores: terms ``(B, k)`` over the groups of ``B`` times
-    their convolution size, plus the laws of averages (measured ε0 = 1, one round, on a 2-core machine at load
-    ~3.5: n = 1e3 22 s, n = 1e4 75 s; with the earlier 1024 cells, 24 points per sd and tolerance 5e-4, at load
-    ~7: 20 s and 40 s).
-    O(groups)."""
+    their convolution size, plus the laws of averages (measured ε0 = 1, one round, CPU seconds on the shared
+    2-core machine: n = 1e3 8.7 s (estimate 11.9), n = 1e4 ~15 s (estimate 18.2)).  O(groups)."""
     from ._blanket_support import b_points
 
     if tolerance is None or bins is None:
