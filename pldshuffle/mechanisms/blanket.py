@@ -52,7 +52,7 @@ from ._blanket_support import (
     b_points,
     enumerated_pair,
     enumerated_size,
-    fixed_b_bounds,
+    fixed_b_cells,
     grouped_bounds,
     hit_width,
     trinomial_bounds,
@@ -428,7 +428,7 @@ class BlanketPair:
         else:
             lower, upper = grouped_bounds(
                 n, model.gamma, tail, self.group_tolerance,
-                lambda b, _h: fixed_b_bounds(b, model, tail),
+                lambda b, h: fixed_b_cells(b, model, tail, h),
                 lambda b: hit_width(b, model, tail), model.log_ratio,
             )
         if lower is upper:
