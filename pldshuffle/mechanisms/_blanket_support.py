@@ -57,6 +57,14 @@ DEFAULT_GROUP_TOLERANCE = 5e-5
 MIXTURE_BINS = 2**16
 #: The mixture lattice never holds more cells than this (wider ranges of unlikely groups get coarser cells).
 MAX_MIXTURE_CELLS = 2**22
+#: Tail of the windows of the two conditional binomials that :func:`fixed_b_cells` walks for the start values
+#: of its recurrence (what they drop is booked relative to the least start value, ~1e-37 for Hadamard response at b = 1e4–1e5).
+DOT_WINDOW_TAIL = 1e-60
+#: :func:`fixed_b_cells` falls back to :func:`fixed_b_bounds` when its masses' relative error bound exceeds
+#: this: half of :data:`~pldshuffle.pld.MASS_RTOL`, the relative slack every mass gets where δ is evaluated
+#: (the rest covers the mixture's sums, ≤ groups·u, and Boost's row masses, ≤ 1e-13 below 1e6 trials).  The
+#: bound is ~4e-12 at b = 6e3 and ~1.4e-11 at b = 6e4 (Hadamard response), mostly the recurrence's growth.
+DEPENDENT_MASS_RTOL = 0.5 * MASS_RTOL
 #: :func:`enumerated_pair` refuses to enumerate more type-count vectors than this.
 MAX_ENUMERATED_POINTS = 2_000_000
 
@@ -266,39 +274,46 @@ def fixed_b_bounds(b: int, model: HitModel, tail_mass: float) -> tuple[LossDistr
 def fixed_b_cells(
     b: int, model: HitModel, tail_mass: float, spacing: float
 ) -> tuple[LatticeCells, LatticeCells] | tuple[LossDistribution, LossDistribution]:
-    """The pair of :func:`fixed_b_bounds` (the same truncated support, its truncation booked the same way)
-    binned onto the mixture cells of width ``spacing`` (``(cells, cells)``: lower is upper), by the kernel
-    :func:`~pldshuffle._kernels.dependent_fixed_b_cells`: no Boost call per point.
+    """The pair of :func:`fixed_b_bounds` binned onto the mixture cells of width ``spacing`` (``(cells,
+    cells)``: lower is upper), by the kernel :func:`~pldshuffle._kernels.dependent_fixed_b_cells`: no Boost
+    call per point and O(1) work per point instead of a convolution.
 
-    The conditional binomials' pmfs are walked by their ratio recurrences from Boost's value at each
-    window's mode (≤ ``EXACT_PMF_ULPS·u`` relative there) in doubles, ≤ 6u per step; with the direct
-    convolution's ``width·u`` and the row masses' own (Boost) error, every point mass errs by far less than
-    :data:`~pldshuffle.pld.MASS_RTOL` (~1e-12 relative at ``b = 1e5``; checked, else the Python path), the
-    relative slack every mass gets where δ is evaluated.  The losses are those of :func:`fixed_b_bounds`
-    (the same ``ℓ`` arrays) and bound the same way.  ``0 < α, β < 1`` (else :func:`fixed_b_bounds`).
-    O(W1·WA·WB) at ~1 ns per term, O(cells + W) memory.
+    The same rows of ``N1`` with the same masses, and for each the pmf of ``N2 = A + C`` on the same support
+    ``[a_lo + b_lo, a_hi + b_hi]``, now the *full* law of ``A + C`` there (the three-term recurrence of its
+    generating function started from dot products of windows of tail :data:`DOT_WINDOW_TAIL`): at least the
+    windowed convolution of :func:`fixed_b_bounds` and short of the full law by at most what lies outside
+    that support, ``≤ P[A ∉ window] + P[C ∉ window]``, which is booked (truncated) exactly as there.
+    The pmfs of ``A`` and ``C`` are walked by their ratio recurrences from Boost's value at each window's
+    mode.  Every point mass has a relative error bound (anchors, walks, dot products, the windows' drop
+    over the least start value, the recurrence's growth); where it exceeds :data:`DEPENDENT_MASS_RTOL` (or
+    ``α`` or ``β`` is 0 or 1) the pair is that of :func:`fixed_b_bounds` instead.  The losses are those of
+    :func:`fixed_b_bounds` (the same ``ℓ``), bound the same way.  O(W1·(WA + WB)) time, a few ns per point
+    on two threads, O(cells + W) memory.
     """
     sup = _fixed_b_support(b, model, tail_mass)
     if not (0.0 < sup.alpha < 1.0 and 0.0 < sup.beta < 1.0):
         return fixed_b_bounds(b, model, tail_mass)
     k, m = sup.k, sup.m
-    a_anchor = np.clip(np.floor((k + 1) * sup.alpha).astype(np.int64), sup.a_lo, sup.a_hi)
-    b_anchor = np.clip(np.floor((m - k + 1) * sup.beta).astype(np.int64), sup.b_lo, sup.b_hi)
-    a_start = binomial_pmf(a_anchor, k, sup.alpha)
-    b_start = binomial_pmf(b_anchor, m - k, sup.beta)
-    n_lo, n_hi = int((sup.a_lo + sup.b_lo).min()), int((sup.a_hi + sup.b_hi).max())
+    windows = []
+    for trials, prob in ((k, sup.alpha), (m - k, sup.beta)):
+        lo, hi = binomial_windows(trials, prob, DOT_WINDOW_TAIL)
+        anchor = np.clip(np.floor((trials + 1) * prob).astype(np.int64), lo, hi)
+        windows.append((lo, hi, anchor, binomial_pmf(anchor, trials, prob)))
+    first, last = sup.a_lo + sup.b_lo, sup.a_hi + sup.b_hi
+    n_lo, n_hi = int(first.min()), int(last.max())
     ell_n = sup.ell(np.arange(n_lo, n_hi + 1, dtype=np.float64))
     ell_k = sup.ell(k.astype(np.float64))
     # ℓ increases, and rounded differences are monotone: the extreme losses are those of the extreme rows.
     smallest, largest = float(ell_k[0] - ell_n[-1]), float(ell_k[-1] - ell_n[0])
     j0 = int(math.floor(smallest / spacing)) - 1
     size = int(math.floor(largest / spacing)) - j0 + 2
-    mass, tilt, walk_error = dependent_fixed_b_cells(
-        m, int(k[0]), sup.mass_k, sup.alpha, sup.beta, (sup.a_lo, sup.a_hi, a_anchor, a_start),
-        (sup.b_lo, sup.b_hi, b_anchor, b_start), ell_k, ell_n, n_lo, spacing, j0, size,
+    mass, tilt, walk_error, least, growth = dependent_fixed_b_cells(
+        m, int(k[0]), sup.mass_k, sup.alpha, sup.beta, windows[0], windows[1], (first, last), ell_k, ell_n, n_lo, spacing, j0, size,
     )
-    # Anchors (two Boost pmfs at modes), the walks and the convolution, the row masses (Boost, 2u for the tilt).
-    if walk_error + 2.0 * (EXACT_PMF_ULPS + 1) * UNIT_ROUNDOFF > 0.01 * MASS_RTOL:
+    # Relative error of every value of N2's pmf: the two anchors (Boost at the modes), the walks and dot
+    # products, what the dot windows drop (≤ 2·DOT_WINDOW_TAIL) over the least start value, the recurrence.
+    missing = 2.0 * DOT_WINDOW_TAIL / (least * (1.0 - 1e-6)) if least > 0.0 else math.inf
+    if 2.0 * (EXACT_PMF_ULPS + 1) * UNIT_ROUNDOFF + walk_error + missing + growth > DEPENDENT_MASS_RTOL:
         return fixed_b_bounds(b, model, tail_mass)
     error = _fixed_b_loss_error(max(abs(smallest), abs(largest)))
     cells = LatticeCells(float(spacing), j0, mass, tilt, truncated_mass=sup.dropped, loss_error=error)
