@@ -118,9 +118,9 @@ class LatticeMixture:
             if dist.spacing != self.spacing:
                 raise ValueError("internal error: cells of another lattice")
             if dist.mass.size and weight != 0.0:
-                idx = self._grow(dist.j0, dist.j0 + dist.mass.size - 1)
-                self.mass[idx : idx + dist.mass.size] += weight * dist.mass
-                self.tilt[idx : idx + dist.mass.size] += weight * dist.tilt
+                at = self._grow(dist.j0, dist.j0 + dist.mass.size - 1)
+                self.mass[at : at + dist.mass.size] += weight * dist.mass
+                self.tilt[at : at + dist.mass.size] += weight * dist.tilt
             return
         if dist.losses.size == 0 or weight == 0.0:
             return
@@ -211,7 +211,7 @@ class _FixedB:
     b_lo: NDArray[np.int64]
     b_hi: NDArray[np.int64]
     dropped: float
-    ell: Callable[[NDArray[np.float64]], NDArray[np.float64]]
+    ell: Callable[[NDArray[np.float64] | float], NDArray[np.float64]]
 
 
 def _fixed_b_support(b: int, model: HitModel, tail_mass: float) -> _FixedB:
@@ -413,7 +413,7 @@ def grouped_bounds(
     w_up *= 1.0 - upper_zero_atom
     w_low *= lower_scale
     tick = build_progress(f"blanket pair: {points.size} groups of B")
-    previous: tuple[LossDistribution, LossDistribution] | None = None
+    previous: tuple[LossDistribution, LossDistribution] | tuple[LatticeCells, LatticeCells] | None = None
     for i, b in enumerate(points.tolist()):
         tick(i / points.size)
         current = fixed(b, spacing)
