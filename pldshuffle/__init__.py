@@ -14,13 +14,14 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ._kernels import configure_numba_cache
+from .mechanisms.registry import MECHANISMS as _MECHANISMS
 
 # Before any module of the package can import numba (cache=True must not write into a read-only install).
 configure_numba_cache()
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
-#: Public name -> submodule defining it.
+#: Public name -> submodule defining it (the mechanisms are added from their registry below).
 _EXPORTS = {
     "BlanketPair": ".mechanisms.blanket",
     "CalibrationResult": ".calibrate",
@@ -29,29 +30,30 @@ _EXPORTS = {
     "EpsilonBounds": ".results",
     "FourierAccountant": ".accountant",
     "LabelledClonePair": ".mechanisms.labelled_clones",
-    "LooseBoundWarning": ".results",
+    "LooseBoundWarning": ".errors",
     "LossDistribution": ".pld",
-    "NotAGuaranteeWarning": ".results",
+    "MemoryBudgetError": ".errors",
+    "NotAGuaranteeWarning": ".errors",
     "PairFamily": ".mechanisms.base",
-    "PairMechanism": ".mechanisms.generic",
     "PrivacyLossPair": ".pld",
     "RandomAllocation": ".mechanisms.allocation",
     "ShuffleMechanism": ".mechanisms.base",
-    "ShuffledBinaryRR": ".mechanisms.binary_rr",
-    "ShuffledKRR": ".mechanisms.krr",
-    "ShuffledLDP": ".mechanisms.clones",
-    "SlowComputationWarning": ".results",
+    "SlowComputationWarning": ".errors",
     "calibrate_local_epsilon": ".calibrate",
     "find_max_rounds": ".calibrate",
     "find_min_users": ".calibrate",
 }
-#: Subpackages and modules reachable as attributes (``pldshuffle.bounds``) without an explicit import.
+_EXPORTS.update({entry.class_name: "." + entry.module.removeprefix(__name__ + ".") for entry in _MECHANISMS})
+#: Public subpackages, listed by ``dir(pldshuffle)`` and reachable as attributes without an import.
+_PUBLIC_MODULES = ("bounds", "interop", "plotting", "randomizers")
+#: Further modules reachable as attributes (``pldshuffle.results``) for programs that used them, but not
+#: advertised: they are internals whose layout may change.
 _SUBMODULES = (
-    "accountant", "bounds", "calibrate", "certified", "cli", "composition", "dominating", "fft", "grid", "interop",
-    "lattice", "mechanisms", "pld", "plotting", "randomizers", "results", "worstcase",
+    *_PUBLIC_MODULES, "accountant", "calibrate", "certified", "cli", "composition", "dominating", "errors", "fft", "grid",
+    "lattice", "mechanisms", "pld", "results", "worstcase",
 )
 
-__all__ = sorted([*_EXPORTS, "__version__", "randomizers"])
+__all__ = sorted([*_EXPORTS, "__version__", *_PUBLIC_MODULES])
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .accountant import FourierAccountant
@@ -67,7 +69,9 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
     from .mechanisms.generic import PairMechanism
     from .mechanisms.krr import ShuffledKRR
     from .pld import LossDistribution, PrivacyLossPair
-    from .results import DeltaBounds, EpsilonBounds, LooseBoundWarning, NotAGuaranteeWarning, SlowComputationWarning
+    from .errors import LooseBoundWarning, MemoryBudgetError, NotAGuaranteeWarning, SlowComputationWarning
+    from .results import DeltaBounds, EpsilonBounds
+    from . import bounds, interop, plotting
 
 
 def __getattr__(name: str) -> object:
@@ -82,4 +86,5 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
+    """The public API only (what ``__all__`` lists), whatever internals were imported so far."""
+    return sorted(__all__)

@@ -24,7 +24,9 @@ from ._reporting import reporting_to
 from .pld.certified import CertifiedPLD
 from .pld.sizing import MemoryBudgetError, check_lattice_span
 from .worstcase.ledger import LedgerPLD
-from .worstcase import MAX_WITNESSES, family_term
+from .worstcase import MAX_WITNESSES
+from .worstcase.same_data import NEUTRAL, blocks_lower, blocks_upper
+from .worstcase.strategy import SameDataBlock, same_data_block
 from .pld.fft import release_plans
 from .pld.lattice import Term, lower_direction, upper_direction
 from .worstcase.terms import WorstCaseTerm
@@ -171,25 +173,36 @@ def _build(
     pld: CertifiedPLD | None = None
     blocks = 0
     # Equal same-data blocks (separate compose calls, so separate entries) have the same terms: built once.
-    built: dict[object, tuple[Term, ...]] = {}
-    for (mechanism, same_data), count in entries:
+    built: dict[object, SameDataBlock] = {}
+
+    def block_of(mechanism: ShuffleMechanism, same_data: bool, count: int) -> SameDataBlock:
         fam = family(mechanism)
         # (A single round's term holds a query refiner: never shared.)
         key = (mechanism, count) if same_data and count > 1 else object()
         if key not in built:
             cover = " (branch and bound over datasets)" if fam.cells is not None else ""
             report(f"discretising {mechanism.describe()} on a lattice of spacing {spacing:.3g}{cover}")
-            terms = family_term(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target)
-            built[key] = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
+            built[key] = same_data_block(fam, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target)
             _return_freed_memory()
-        terms = built[key]
+        return built[key]
+
+    grouped = _grouped_blocks(entries, family, spacing, options, block_of, report)
+    caveats: list[tuple[str, ...]] = []
+    for (mechanism, same_data), count in entries:
+        fam = family(mechanism)
         if same_data and count > 1:
             # Numbered: equal caveats are merged, and each block is its own (data may change between blocks).
             blocks += 1
-            caveats = fam.caveats + (f"assumes the same data in all {count} rounds of same-data block {blocks}: {mechanism.describe()}",)
+            caveats.append(fam.caveats + (f"assumes the same data in all {count} rounds of same-data block {blocks}: {mechanism.describe()}",))
         else:
-            caveats = fam.caveats
-        piece = LedgerPLD(spacing, terms, fam.is_guarantee, caveats, **options)
+            caveats.append(fam.caveats)
+    for index, ((mechanism, same_data), count) in enumerate(entries):
+        fam = family(mechanism)
+        terms, carried = grouped[index] if index in grouped else (block_of(mechanism, same_data, count).terms, (index,))
+        if not terms:  # a block of a group whose one term sits in the group's first piece
+            continue
+        terms = tuple(replace(t, max_loss=fam.max_loss) for t in terms)
+        piece = LedgerPLD(spacing, terms, fam.is_guarantee, tuple(c for i in carried for c in caveats[i]), **options)
         pld = piece if pld is None else pld.compose(piece)
     assert pld is not None
     rounds = sum(count for _, count in entries)
@@ -201,6 +214,60 @@ def _build(
     with reporting_to(report):  # its windows report (seconds each for long ledgers)
         pld.realize()
     return pld
+
+
+def _grouped_blocks(
+    entries: Sequence[tuple[tuple[ShuffleMechanism, bool], int]],
+    family: Callable[[ShuffleMechanism], PairFamily],
+    spacing: float,
+    options: dict[str, Any],
+    block_of: Callable[[ShuffleMechanism, bool, int], SameDataBlock],
+    report: Callable[[str], None],
+) -> dict[int, tuple[tuple[Term, ...], tuple[int, ...]]]:
+    """Terms of the entries that are one of several same-data blocks of ``k > 1`` rounds of worst cases over
+    cells (by entry index), bounded together, adaptively over blocks
+    (:func:`pldshuffle.worstcase.same_data.blocks_upper`).  The group's upper measure replaces the first
+    block's; the others' upper measure becomes the neutral one, and every block keeps its own lower witnesses.
+    Where every block of the group is of one mechanism, the group is instead ONE term in the first block's
+    piece (which carries every block's caveats; the others carry none): its lower witnesses are the same
+    dataset in all the group's rounds, and its adaptive lower end and strategy witnesses those of
+    :func:`pldshuffle.worstcase.same_data.blocks_lower`.  Values: ``(terms, entries whose caveats the piece
+    carries)``.  A group the recursion cannot bound keeps its blocks' own terms (absent here).
+
+    Why at most one group, and none beside rounds of a worst case over cells whose data may change
+    (``count > 1``): the group's measure bounds its blocks as ONE adaptive game, wherever they sit in the
+    ledger.  Every other step is then dominated by a fixed measure of its own (a pair, a per-round measure,
+    another block's measure): in the value's recursion each such step may be replaced by its measure (the
+    value left is convex in ``α = e^x`` and non-increasing) and moved first (the adversary only learns
+    earlier), which leaves the group's game after a fixed composition.  Two games bounded as wholes (two
+    groups, or a group beside adaptive blocks of rounds) interleaved do not reduce that way, so only the
+    group with the most blocks is formed, and only where no such blocks of rounds are in the ledger.
+    """
+    if any(not same_data and count > 1 and family(mechanism).cells is not None for (mechanism, same_data), count in entries):
+        return {}
+    groups: dict[int, list[int]] = {}
+    for index, ((mechanism, same_data), count) in enumerate(entries):
+        if same_data and count > 1 and family(mechanism).cells is not None:
+            groups.setdefault(count, []).append(index)
+    out: dict[int, tuple[tuple[Term, ...], tuple[int, ...]]] = {}
+    largest = max(groups.items(), key=lambda item: len(item[1]), default=None)
+    for count, indices in [largest] if largest is not None else []:
+        if len(indices) < 2:
+            continue
+        blocks = [block_of(entries[i][0][0], True, count) for i in indices]
+        report(f"bounding {len(blocks)} same-data blocks of {count} rounds adaptively over blocks")
+        bound = blocks_upper(blocks, spacing, count, options)
+        if bound is None:
+            continue
+        if all(b is blocks[0] for b in blocks):
+            first = blocks[0].terms[0]
+            adaptive, strategies = blocks_lower(blocks[0], len(blocks), count, spacing, bound, options, report)
+            term = WorstCaseTerm((bound.upper,), first.lower, 1, lower_count=len(blocks) * count, adaptive_lower=adaptive, strategies=strategies)
+            out.update({i: ((term,) if i == indices[0] else (), tuple(indices) if i == indices[0] else ()) for i in indices})
+            continue
+        for position, (i, block) in enumerate(zip(indices, blocks)):
+            out[i] = ((replace(block.terms[0], upper=(bound.upper if position == 0 else NEUTRAL,)),), (i,))
+    return out
 
 
 def _return_freed_memory() -> None:

@@ -1,6 +1,7 @@
-"""The command line's mechanism registry and ledger: building mechanisms from flags, ``--compose`` and ``--spec``.
+"""The command line's ledger: building registered mechanisms from flags, ``--compose`` and ``--spec``.
 
-Errors are :class:`CLIError` (one line naming the flag, exit status 2), raised for the entry point
+Mechanisms and their parameters come from :mod:`pldshuffle.mechanisms.registry` and the classes'
+dataclass fields (:mod:`pldshuffle._cli_fields`); nothing here names a mechanism.  Errors are :class:`CLIError` (one line naming the flag, exit status 2), raised for the entry point
 :mod:`pldshuffle.cli`.
 """
 
@@ -8,23 +9,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import re
 from typing import Any
 
+from ._cli_fields import all_parameters, flag, parameters_of, randomizer_parameters
 from ._validation import check_int
 from .mechanisms.base import ShuffleMechanism
+from .mechanisms.registry import cli_mechanisms
 
-__all__ = ["MECHANISMS", "CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "single_parameters"]
-
-#: Mechanism kinds of the command line: kind -> (module, class name), imported on use.
-MECHANISMS: dict[str, tuple[str, str]] = {
-    "binary-rr": ("pldshuffle.mechanisms.binary_rr", "ShuffledBinaryRR"),
-    "krr": ("pldshuffle.mechanisms.krr", "ShuffledKRR"),
-    "ldp": ("pldshuffle.mechanisms.clones", "ShuffledLDP"),
-    "random-allocation": ("pldshuffle.mechanisms.allocation", "RandomAllocation"),
-}
+__all__ = ["CLIError", "build_mechanism", "flag", "kind_of", "ledger_from_args", "parse_flag", "single_parameters"]
 
 
 class CLIError(Exception):
@@ -33,50 +27,50 @@ class CLIError(Exception):
 
 # ---------------------------------------------------------------------- mechanisms
 def _mechanism_class(kind: str) -> type:
-    if kind not in MECHANISMS:
-        raise CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(MECHANISMS)}")
-    module_name, class_name = MECHANISMS[kind]
+    entry = cli_mechanisms().get(kind)
+    if entry is None:
+        raise CLIError(f"unknown mechanism {kind!r}; choose one of {', '.join(cli_mechanisms())}")
     try:
-        cls: type = getattr(importlib.import_module(module_name), class_name)
+        return entry.load()
     except (ImportError, AttributeError) as exc:
         raise CLIError(f"mechanism {kind!r} is not available in this installation ({exc})") from None
-    return cls
 
 
-def flag(name: str) -> str:
-    """Command-line flag of a mechanism parameter: ``local_epsilon`` -> ``--local-epsilon``."""
-    return "--" + name.replace("_", "-")
-
-
-#: Keys of an ``ldp`` entry that describe its randomizer (with ``randomizer=NAME``).
-_RANDOMIZER_KEYS = ("domain_size", "subset_size", "hash_range", "matrix", "probabilities", "local_epsilon", "input_min", "input_max")
-
-
-def _with_randomizer(parameters: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``randomizer=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
-    randomizer's own keys by the randomizer object."""
+def _with_randomizer(parameters: dict[str, Any], field: str) -> dict[str, Any]:
+    """Replace ``field=NAME`` (or a ``{"randomizer": NAME, ...}`` object from a JSON spec) and the
+    randomizer's own keys (:func:`~pldshuffle._cli_fields.randomizer_parameters`) by the randomizer object."""
     from .randomizers import make_randomizer
 
+    own_keys = (*randomizer_parameters(), "probabilities")  # a spec written by hand may name the array
     parameters = dict(parameters)
-    spec = parameters.pop("randomizer")
+    spec = parameters.pop(field)
     if isinstance(spec, dict):
         spec = dict(spec)
         name, own = spec.pop("randomizer", None), spec
     else:
-        name, own = spec, {k: parameters.pop(k) for k in _RANDOMIZER_KEYS if k in parameters}
+        name, own = spec, {k: parameters.pop(k) for k in own_keys if k in parameters}
     try:
-        parameters["randomizer"] = make_randomizer(str(name), **own)
+        parameters[field] = make_randomizer(str(name), **own)
     except (TypeError, ValueError) as exc:
-        raise CLIError(f"--randomizer {name}: {exc}") from None
+        raise CLIError(f"{flag(field)} {name}: {exc}") from None
     return parameters
+
+
+def _coerce(kind: str, value: Any, where: str) -> Any:
+    """A ``--compose`` / ``--spec`` value of a ``bool`` field becomes a boolean (other kinds: unchanged)."""
+    return parse_flag(value, where) if kind == "bool" else value
 
 
 def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = None) -> ShuffleMechanism:
     """Construct mechanism ``kind``; errors name the flags (``origin=None``: --mechanism and its flags)
     or the parameter keys of ``origin`` (a --compose or --spec entry)."""
     cls = _mechanism_class(kind)
-    if kind == "ldp" and parameters.get("randomizer") is not None:
-        parameters = _with_randomizer(parameters)
+    for parameter in parameters_of(cls):
+        if parameter.kind == "randomizer" and parameters.get(parameter.name) is not None:
+            parameters = _with_randomizer(parameters, parameter.name)
+        elif parameter.name in parameters:
+            where = flag(parameter.name) if origin is None else f"{origin}: {parameter.name}"
+            parameters = {**parameters, parameter.name: _coerce(parameter.kind, parameters[parameter.name], where)}
     fields = dataclasses.fields(cls)
     valid = tuple(f.name for f in fields)
     name = flag if origin is None else str
@@ -95,15 +89,16 @@ def build_mechanism(kind: str, parameters: dict[str, Any], origin: str | None = 
     except (TypeError, ValueError) as exc:  # the library names Python parameters: translate them for the user
         message = str(exc)
         if origin is None:
-            for parameter in sorted(valid, key=len, reverse=True):
-                message = re.sub(rf"(?<![\w-]){parameter}(?!\w)", flag(parameter), message)
+            for key in sorted(valid, key=len, reverse=True):
+                message = re.sub(rf"(?<![\w-]){key}(?!\w)", flag(key), message)
         raise CLIError(f"{where}: {message}") from None
     return mechanism
 
 
 def kind_of(mechanism: ShuffleMechanism) -> str:
-    for kind, (module_name, class_name) in MECHANISMS.items():
-        if type(mechanism).__module__ == module_name and type(mechanism).__name__ == class_name:
+    """The command-line kind of a mechanism (its class name if the command line cannot build it)."""
+    for kind, entry in cli_mechanisms().items():
+        if type(mechanism).__module__ == entry.module and type(mechanism).__name__ == entry.class_name:
             return kind
     return type(mechanism).__name__
 
@@ -126,7 +121,7 @@ def _parse_compose(spec: str) -> tuple[str, dict[str, Any], Any, Any]:
         key, sep, value = parts.pop().partition("=")
         if key.strip().replace("-", "_") != "same_data" or not sep:
             raise CLIError(f"--compose {spec!r}: the last field must be same_data=true or same_data=false")
-        same_data = _parse_flag(value.strip(), f"--compose {spec!r}: same_data")
+        same_data = parse_flag(value.strip(), f"--compose {spec!r}: same_data")
     if not 2 <= len(parts) <= 3 or not parts[0]:
         raise CLIError(f"--compose {spec!r}: expected KIND:KEY=VALUE,KEY=VALUE[:count=N][:same_data=true]")
     kind, body = parts[0].strip(), parts[1]
@@ -145,8 +140,9 @@ def _parse_compose(spec: str) -> tuple[str, dict[str, Any], Any, Any]:
     return kind, parameters, count, same_data
 
 
-def _parse_flag(value: Any, where: str) -> bool:
-    """``same_data``'s value: ``true``/``false`` (any case) on the command line, a JSON boolean in a spec."""
+def parse_flag(value: Any, where: str) -> bool:
+    """A boolean (``same_data``, a ``bool`` field): ``true``/``false`` (any case) on the command line, a JSON
+    boolean in a spec; else a :class:`CLIError` naming ``where``."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
@@ -171,17 +167,14 @@ def _read_spec(path: str) -> list[tuple[str, dict[str, Any], Any, Any, str]]:
         if not isinstance(entry, dict) or "mechanism" not in entry or not isinstance(entry.get("parameters", {}), dict):
             raise CLIError(f"--spec {path}: entry {i} needs \"mechanism\" and a \"parameters\" object")
         origin = f"--spec {path} entry {i}"
-        same_data = _parse_flag(entry.get("same_data", False), f"{origin}: \"same_data\"")
+        same_data = parse_flag(entry.get("same_data", False), f"{origin}: \"same_data\"")
         out.append((str(entry["mechanism"]), dict(entry.get("parameters", {})), entry.get("count", 1), same_data, origin))
     return out
 
 
 def single_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Parameters given by the single-mechanism flags (only those actually set)."""
-    names = ("num_users", "local_epsilon", "gamma", "domain_size", "adversary", "dataset", "reduction", "randomizer",
-             "subset_size", "hash_range", "matrix", "participation", "num_steps", "num_selected", "noise_multiplier",
-             "input_min", "input_max")
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    return {name: getattr(args, name) for name in all_parameters() if getattr(args, name, None) is not None}
 
 
 def ledger_from_args(args: argparse.Namespace) -> list[tuple[ShuffleMechanism, int, bool]]:

@@ -10,6 +10,7 @@ from typing import Any
 from . import __version__
 from ._cli_ledger import kind_of
 from .mechanisms.base import ShuffleMechanism
+from .mechanisms.registry import RELATIONS
 from .randomizers import Randomizer, randomizer_spec
 from .results import INFINITE_EPSILON_NOTE, DeltaBounds, EpsilonBounds
 
@@ -35,29 +36,25 @@ def spec_value(value: Any) -> Any:
 
 
 def adversary(mechanism: ShuffleMechanism) -> str:
-    if getattr(mechanism, "adversary", None) is not None:
-        return f"{mechanism.adversary!r} (see the mechanism line)"  # type: ignore[attr-defined]
-    if getattr(mechanism, "dataset", "worst") != "worst":
-        return f"one fixed dataset pair (dataset={mechanism.dataset!r}), see the mechanism line"  # type: ignore[attr-defined]
-    if getattr(mechanism, "num_steps", None) is not None:  # random allocation
-        return "standard DP adversary: sees every step's output and knows every other example"
+    """The adversary line: from the mechanism's ``switch`` field (``adversary`` names the view analysed, a
+    ``dataset`` other than its default fixes one dataset pair); else the standard DP adversary."""
+    switch = mechanism.switch
+    value = getattr(mechanism, switch) if switch is not None else None
+    if switch == "adversary":
+        return f"{value!r} (see the mechanism line)"
+    if switch == "dataset":
+        default = next(f.default for f in dataclasses.fields(mechanism) if f.name == "dataset")  # type: ignore[arg-type]
+        if value != default:
+            return f"one fixed dataset pair (dataset={value!r}), see the mechanism line"
+    if mechanism.neighboring_relation == "add-remove":  # e.g. random allocation: examples, not users
+        return "standard DP adversary: sees every output and knows every other example"
     return "standard DP adversary: sees all shuffled reports and knows every other user's data"
 
 
-_RELATION_WORDS = {
-    "replace-one": "replace-one (the datasets differ in the value of one user)",
-    "add-remove": "add/remove (one dataset has one more example than the other)",
-}
-
-
-def _relation(ledger: Sequence[tuple[ShuffleMechanism, int, bool]]) -> str:
-    """The ledger's neighbouring relation (a ledger holds one; the accountant refuses mixtures)."""
-    return str(getattr(ledger[0][0], "neighboring_relation", "replace-one")) if ledger else "replace-one"
-
-
-def _relation_words(ledger: Sequence[tuple[ShuffleMechanism, int, bool]]) -> str:
-    relation = _relation(ledger)
-    return _RELATION_WORDS.get(relation, relation)
+def relation(ledger: Sequence[tuple[ShuffleMechanism, int, bool]]) -> str:
+    """The neighbouring relation of a ledger's mechanisms (the accountant composes one relation only)."""
+    relations = sorted({entry[0].neighboring_relation for entry in ledger})
+    return relations[0] if len(relations) == 1 else " + ".join(relations)
 
 
 def fmt(x: float) -> str:
@@ -72,7 +69,8 @@ def statement(ledger: Sequence[tuple[ShuffleMechanism, int, bool]], rounds: int,
         lines.append(f"    rounds of this mechanism: {count}{setting}")
         lines.append(f"    adversary: {adversary(mechanism)}")
     lines.append(f"  total rounds composed: {rounds}")
-    lines.append(f"  neighbouring relation: {_relation_words(ledger)}")
+    name = relation(ledger)
+    lines.append(f"  neighbouring relation: {name}" + (f" ({RELATIONS[name]})" if name in RELATIONS else ""))
     if query == "epsilon":
         lines.append(f"  delta: {value:g}")
         lines.append(f"  certified epsilon bracket: [{fmt(bounds.lower)}, {fmt(bounds.upper)}]")
@@ -98,6 +96,6 @@ def record(ledger: Sequence[tuple[ShuffleMechanism, int, bool]], rounds: int, bo
     return {
         "mechanisms": [mechanism_record(m, c, same) for m, c, same in ledger],
         "rounds": rounds,
-        "neighbouring_relation": _relation(ledger),
+        "neighbouring_relation": relation(ledger),
         **bounds.to_dict(),
     }

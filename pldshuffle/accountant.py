@@ -141,6 +141,15 @@ class FourierAccountant:
         self._families: dict[tuple[ShuffleMechanism, float], PairFamily] = {}
         self._pld: CertifiedPLD | None = None
 
+    # ------------------------------------------------------------------ pickling (sweeps on other processes)
+    def __getstate__(self) -> dict[str, object]:
+        """What a pickle keeps: the settings and the ledger.  The computed pairs and composition are
+        caches (rebuilt, bit for bit the same, on the first query) and may hold closures; the ``progress``
+        callback belongs to this process's terminal or bar, so the copy has none."""
+        state = dict(self.__dict__)
+        state.update(progress=None, _progress_channel=None, _families={}, _pld=None)
+        return state
+
     # ------------------------------------------------------------------ ledger
     def compose(self, mechanism: ShuffleMechanism, count: int = 1, *, same_data: bool = False) -> FourierAccountant:
         """Add ``count`` rounds of ``mechanism``; returns ``self`` for chaining.

@@ -2,7 +2,7 @@
 
 Each function searches on the **strict upper bound** ``FourierAccountant().compose(mechanism,
 rounds).get_epsilon(target_delta)`` and returns its answer together with the
-:class:`~pldshuffle.results.EpsilonBounds` of the accountant call made at it (each value is computed once:
+:class:`~pldshuffle.EpsilonBounds` of the accountant call made at it (each value is computed once:
 the answer is a probe that met the target).
 
 The certified ε is increasing in ``local_epsilon`` and in the number of rounds and decreasing in
@@ -48,7 +48,7 @@ from ._validation import (
 )
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism, check_mechanism
-from .results import EpsilonBounds, JsonRecord, json_safe
+from .results import EpsilonBounds, JsonRecord
 
 __all__ = ["CalibrationResult", "calibrate_local_epsilon", "find_max_rounds", "find_min_users"]
 
@@ -91,31 +91,18 @@ class CalibrationResult(JsonRecord):
     target_epsilon: float
     target_delta: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary of the result.
+    #: Keys of :meth:`to_dict`: ``bracket`` is ``[passing, failing]`` (``failing`` ``null`` when the search
+    #: limit passed), ``mechanism`` is ``{"type": class name, "description": describe(), "parameters": {...}}``
+    #: and ``bounds`` is :meth:`EpsilonBounds.to_dict`.  Non-finite numbers are strings (``"inf"``).
+    _record_keys = ("parameter", "value", "bracket", "rounds", "target_epsilon", "target_delta", "mechanism", "bounds")
 
-        Keys: ``parameter``, ``value``, ``bracket`` (``[passing, failing]``, ``failing`` ``null`` when
-        the search limit passed), ``rounds``, ``target_epsilon``, ``target_delta``, ``mechanism``
-        (``{"type": class name, "description": describe(), "parameters": {...}}``) and ``bounds``
-        (:meth:`EpsilonBounds.to_dict`).  Non-finite numbers are strings (``"inf"``).
-        """
-        mechanism = self.mechanism
+    def _record_value(self, key: str, value: Any) -> Any:
+        if key != "mechanism":
+            return super()._record_value(key, value)
         parameters: dict[str, Any] = (
-            {f.name: getattr(mechanism, f.name) for f in dataclasses.fields(mechanism)}
-            if dataclasses.is_dataclass(mechanism) else {}
+            {f.name: getattr(value, f.name) for f in dataclasses.fields(value)} if dataclasses.is_dataclass(value) else {}
         )
-        record: dict[str, Any] = json_safe({
-            "parameter": self.parameter,
-            "value": self.value,
-            "bracket": self.bracket,
-            "rounds": self.rounds,
-            "target_epsilon": self.target_epsilon,
-            "target_delta": self.target_delta,
-            "mechanism": {"type": type(mechanism).__name__, "description": mechanism.describe(),
-                          "parameters": parameters},
-            "bounds": self.bounds.to_dict(),
-        })
-        return record
+        return {"type": type(value).__name__, "description": value.describe(), "parameters": parameters}
 
     def __str__(self) -> str:
         failing = self.bracket[1]

@@ -23,7 +23,9 @@ from . import __version__
 from ._validation import check_delta, check_epsilon, check_positive_finite
 from .accountant import FourierAccountant
 from .mechanisms.base import ShuffleMechanism
-from ._cli_ledger import MECHANISMS, CLIError, build_mechanism, ledger_from_args, single_parameters
+from ._cli_fields import Parameter, all_parameters, flag, mechanism_help, users_of
+from ._cli_ledger import CLIError, build_mechanism, ledger_from_args, parse_flag, single_parameters
+from .mechanisms.registry import cli_mechanisms
 from ._cli_output import record, statement
 from ._progress import ProgressReporter, choose_mode
 from .results import DeltaBounds, EpsilonBounds, SlowComputationWarning, json_safe
@@ -61,41 +63,17 @@ quick examples:
       --target-epsilon 0.5 --delta 1e-6
 """
 
-_MECHANISM_HELP = """\
-mechanisms (choose one with --mechanism, or several with --compose / --spec):
-  binary-rr   binary randomized response; --num-users, --local-epsilon,
-              --dataset worst (default: worst case over all datasets, a guarantee)
-                      | khh21 (only the pair 0^n vs 10^(n-1): a lower bound)
-  krr         k-ary randomized response; --num-users, --domain-size, and one of
-              --local-epsilon / --gamma (blanket probability);
-              --adversary weak (default) | strong | khh21 | histogram (a lower bound)
-  ldp         an epsilon0-LDP randomizer, shuffled; --num-users and
-              either --local-epsilon (any randomizer) or --randomizer NAME with its
-              parameters: binary-rr | krr | rappor | oue | olh | hadamard
-              (--domain-size, --local-epsilon), subset (+ --subset-size),
-              local-hashing (+ --hash-range), finite (--matrix FILE: rows = inputs,
-              columns = outputs; .json, .csv or .npy; epsilon0 is computed),
-              laplace (--local-epsilon, --input-min, --input-max: the Laplace
-              mechanism on [A, B], scale (B-A)/eps0; neighbours: any two inputs);
-              --participation Q (each user reports with probability Q; default 1);
-              --reduction blanket (default with --randomizer: the blanket pair, the
-              tightest proven) | randomizer (the randomizer's own clone constants) |
-              fmt20 (default without) | fmt23 (only for the class
-              R(z)(e^eps0+1) >= R(x)+R(x'): kRR, binary RR, ...) | khh21 |
-              wang24 (both reproduction only, NOT guarantees)
-  random-allocation  DP-SGD with shuffled batches: each example in --num-selected
-              (default 1) of --num-steps steps per epoch, Gaussian steps with
-              --noise-multiplier; --epochs (= --rounds) epochs; add/remove neighbours
-
+#: How several mechanisms are composed (the mechanisms' own list is generated: _cli_fields.mechanism_help).
+_COMPOSITION_HELP = """\
 heterogeneous composition:
   --compose KIND:KEY=VALUE,KEY=VALUE[:count=N][:same_data=true]
       (repeatable; count defaults to 1)
       e.g. --compose binary-rr:num_users=1000,local_epsilon=1:count=10
            --compose krr:num_users=1000,domain_size=4,gamma=0.25,adversary=strong:count=5
-      KEYs are the Python parameter names (num_users, local_epsilon, gamma, domain_size,
-      adversary, dataset, reduction, participation).  same_data=true: the entry's rounds all see the
-      SAME dataset (one block, tighter; valid only then); by default the data may change
-      between rounds.  Each entry is its own block: data may change between entries.
+      KEYs are the Python parameter names (the flags above without "--", with "_").
+      same_data=true: the entry's rounds all see the SAME dataset (one block, tighter;
+      valid only then); by default the data may change between rounds.  Each entry is its
+      own block: data may change between entries.
   --spec FILE.json  a JSON list of {"mechanism": KIND, "parameters": {...}, "count": N}
       (optionally "same_data": true; or an object with such a list under "mechanisms",
       e.g. an earlier --json output).
@@ -221,10 +199,10 @@ def _run_calibrate(args: argparse.Namespace, report: ProgressReporter) -> int:
     fixed = single_parameters(args)
     target = {"target_epsilon": args.target_epsilon, "target_delta": args.delta, "progress": report}
     rounds = args.rounds if args.rounds is not None else 1
-    conflicting = {"local-epsilon": ("local_epsilon", "gamma"), "num-users": ("num_users",), "rounds": ("rounds",)}
+    conflicting = {"local-epsilon": ("local_epsilon",), "num-users": ("num_users",), "rounds": ("rounds",)}
     given = [name for name in conflicting[args.parameter] if getattr(args, name) is not None]
     if given:
-        flags = ", ".join("--" + g.replace("_", "-") for g in given)
+        flags = ", ".join(flag(g) for g in given)
         raise CLIError(f"calibrate {args.parameter} searches that parameter: do not pass {flags}")
     if args.parameter == "local-epsilon":
         result = calibrate_local_epsilon(lambda e: build_mechanism(args.mechanism, {**fixed, "local_epsilon": e}), rounds=rounds, **target)
@@ -272,42 +250,32 @@ def _integer(text: str) -> int:
     return int(value)
 
 
+def _boolean(text: str) -> bool:
+    """``true`` / ``false`` (any case), as ``same_data=`` of ``--compose``."""
+    try:
+        return parse_flag(text, "the value")
+    except CLIError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: How a parameter's text is read, by its kind (choices, words and names are checked by the mechanism).
+_READERS: dict[str, Callable[[str], Any]] = {"int": _integer, "float": _number, "bool": _boolean}
+
+
+def _add_parameter(group: argparse._ArgumentGroup, parameter: Parameter) -> None:
+    """One flag per parameter of the registered mechanisms (and their randomizers), with its users."""
+    users = ", ".join(users_of(parameter.name))
+    shown = f" ({' | '.join(parameter.choices)})" if parameter.choices else ""
+    metavar = {"randomizer": "NAME", "file": "FILE"}.get(parameter.kind, parameter.name.upper())
+    group.add_argument(flag(parameter.name), dest=parameter.name, type=_READERS.get(parameter.kind, str), metavar=metavar,
+                       help=f"for {users}{shown}")
+
+
 def _add_mechanism_options(parser: argparse.ArgumentParser, *, compose: bool) -> None:
     group = parser.add_argument_group("mechanism")
-    group.add_argument("--mechanism", choices=tuple(MECHANISMS), help="mechanism kind (see the list below)")
-    group.add_argument("--num-users", dest="num_users", type=_integer, metavar="N", help="number of users n (>= 2)")
-    group.add_argument("--local-epsilon", dest="local_epsilon", type=_number, metavar="EPS0",
-                       help="local privacy level epsilon0 of each user's randomizer")
-    group.add_argument("--gamma", type=_number, metavar="GAMMA",
-                       help="krr only: blanket probability (instead of --local-epsilon)")
-    group.add_argument("--domain-size", dest="domain_size", type=_integer, metavar="K",
-                       help="krr, or ldp with --randomizer: number of values k")
-    group.add_argument("--adversary", help="krr only: weak (default) | strong | khh21 | histogram")
-    group.add_argument("--dataset", help="binary-rr only: worst (default) | khh21")
-    group.add_argument("--reduction",
-                       help="ldp only: blanket (default with --randomizer) | randomizer | fmt20 (default without) | "
-                       "fmt23 | khh21 | wang24")
-    group.add_argument("--participation", type=_number, metavar="Q",
-                       help="ldp only: probability in (0, 1] that a user reports (Poisson participation; default 1)")
-    group.add_argument("--randomizer", metavar="NAME",
-                       help="ldp only: binary-rr | krr | rappor | oue | olh | hadamard | subset | local-hashing | finite | "
-                       "laplace")
-    group.add_argument("--subset-size", dest="subset_size", type=_integer, metavar="K",
-                       help="ldp --randomizer subset only: size of the reported subset")
-    group.add_argument("--hash-range", dest="hash_range", type=_integer, metavar="L",
-                       help="ldp --randomizer local-hashing only: number of hash values l")
-    group.add_argument("--matrix", metavar="FILE",
-                       help="ldp --randomizer finite only: row-stochastic inputs x outputs matrix (.json/.csv/.npy)")
-    group.add_argument("--input-min", dest="input_min", type=_number, metavar="A",
-                       help="ldp --randomizer laplace only: smallest input value (default 0)")
-    group.add_argument("--input-max", dest="input_max", type=_number, metavar="B",
-                       help="ldp --randomizer laplace only: largest input value (default 1); noise scale (B-A)/eps0")
-    group.add_argument("--num-steps", dest="num_steps", type=_integer, metavar="T",
-                       help="random-allocation only: steps per epoch t")
-    group.add_argument("--num-selected", dest="num_selected", type=_integer, metavar="K",
-                       help="random-allocation only: steps each example is used in per epoch (default 1)")
-    group.add_argument("--noise-multiplier", dest="noise_multiplier", type=_number, metavar="SIGMA",
-                       help="random-allocation only: Gaussian noise multiplier of each step (sensitivity 1)")
+    group.add_argument("--mechanism", choices=tuple(cli_mechanisms()), help="mechanism kind (see the list below)")
+    for parameter in all_parameters().values():
+        _add_parameter(group, parameter)
     group.add_argument("--rounds", "--epochs", dest="rounds", type=_integer, metavar="R",
                        help="rounds of --mechanism (epochs of random-allocation; default 1)")
     if compose:
@@ -328,20 +296,21 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog="pldshuffle", description=_DESCRIPTION, epilog=_MECHANISM_HELP, formatter_class=formatter)
+    help_text = mechanism_help() + "\n" + _COMPOSITION_HELP
+    parser = _Parser(prog="pldshuffle", description=_DESCRIPTION, epilog=help_text, formatter_class=formatter)
     parser.add_argument("--version", action="version", version=f"pldshuffle {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
 
     eps = sub.add_parser("epsilon", help="certified epsilon at a given delta", formatter_class=formatter,
                          description="Certified bracket on epsilon at a given delta.",
-                         epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["epsilon"])
+                         epilog=help_text + "\n" + _EXAMPLES["epsilon"])
     eps.add_argument("--delta", type=_checked(check_delta), required=True, help="target delta in (0, 1)")
     _add_mechanism_options(eps, compose=True)
     _add_output_options(eps)
 
     dlt = sub.add_parser("delta", help="certified delta at a given epsilon", formatter_class=formatter,
                          description="Certified bracket on delta at a given epsilon.",
-                         epilog=_MECHANISM_HELP + "\n" + _EXAMPLES["delta"])
+                         epilog=help_text + "\n" + _EXAMPLES["delta"])
     dlt.add_argument("--epsilon", type=_checked(partial(check_epsilon, allow_inf=True)), required=True,
                      help="target epsilon (>= 0; inf: the mass at infinite privacy loss)")
     _add_mechanism_options(dlt, compose=True)
@@ -351,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
                          formatter_class=formatter,
                          description="Search the largest local epsilon, the smallest number of users or the "
                          "largest number of rounds whose certified epsilon meets --target-epsilon at --delta.",
-                         epilog=_MECHANISM_HELP.split("heterogeneous composition:")[0] + "\n" + _EXAMPLES["calibrate"])
+                         epilog=mechanism_help() + "\n" + _EXAMPLES["calibrate"])
     cal.add_argument("parameter", choices=("local-epsilon", "num-users", "rounds"), help="the parameter to search")
     cal.add_argument("--target-epsilon", dest="target_epsilon", type=_checked(partial(check_positive_finite, "target_epsilon")),
                      required=True, help="target epsilon (> 0)")

@@ -29,9 +29,11 @@ import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from .errors import LooseBoundWarning, NotAGuaranteeWarning, SlowComputationWarning  # their home; re-exported here
 
 __all__ = [
     "INFINITE_EPSILON_NOTE", "DeltaBounds", "EpsilonBounds", "JsonRecord", "LooseBoundWarning", "NotAGuaranteeWarning", "SlowComputationWarning",
@@ -46,42 +48,10 @@ INFINITE_EPSILON_NOTE = (
 )
 
 
-class NotAGuaranteeWarning(UserWarning):
-    """The upper end of a bound that is not a privacy guarantee was used as a guarantee.
-
-    Raised (as a warning) by ``float(bounds)`` and by the accountant's ``get_epsilon`` / ``get_delta``
-    when the composition contains a mechanism option that analyses one specific dataset pair (for
-    example ``ShuffledKRR(..., adversary="histogram")`` or ``ShuffledBinaryRR(..., dataset="khh21")``):
-    its upper end is a *lower* bound on the worst case over all neighbouring datasets.  Silence it with
-    ``warnings.simplefilter("ignore", NotAGuaranteeWarning)`` when the lower bound is what you want.
-    """
-
-
-class LooseBoundWarning(UserWarning):
-    """A certified bracket ended wider than the ledger's relative-gap target.
-
-    Issued by the accountant's queries (``get_epsilon_bounds``, ``get_delta_bounds`` and what calls them)
-    when a bracket misses the target (the accountant's ``relative_gap_target``, by default 1e-4 for one
-    round, 1e-3 up to 64 rounds, 2e-3 beyond; ``docs/mathematics.md#loose-brackets`` states the exact rule,
-    the absolute allowance at small ε and the infinite cases); the result's caveats state the gap and the target.  The
-    bracket is still certified -- the upper end remains a guarantee -- it is only less tight than promised.
-    Silence it with ``warnings.simplefilter("ignore", LooseBoundWarning)``.
-    """
-
-
 def warn_if_loose(caveat: str | None, *, stacklevel: int = 3) -> None:
     """Emit :class:`LooseBoundWarning` with ``caveat`` as its message (nothing when it is None)."""
     if caveat is not None:
         warnings.warn(caveat, LooseBoundWarning, stacklevel=stacklevel)
-
-
-class SlowComputationWarning(UserWarning):
-    """A computation is estimated to take more than ~30 s; the message states the estimate.
-
-    Emitted by :class:`~pldshuffle.FourierAccountant` before building a composition whose rough a-priori
-    estimate (:func:`pldshuffle._estimate.estimated_seconds`) exceeds 30 s; the same message goes to its
-    ``progress`` callback.  Silence it with ``warnings.simplefilter("ignore", SlowComputationWarning)``.
-    """
 
 
 def warn_if_not_guarantee(is_guarantee: bool, caveats: Iterable[str] = (), *, stacklevel: int = 3) -> None:
@@ -149,10 +119,22 @@ def _repr(name: str, lower: Any, upper: Any, query: str, value: Any, is_guarante
 
 
 class JsonRecord:
-    """A result that serialises itself: subclasses provide :meth:`to_dict` (JSON-safe)."""
+    """The base of every result: serialises itself as the attributes named by ``_record_keys``.
+
+    Subclasses set the class attribute ``_record_keys`` (fields, properties or class attributes, in the
+    order the record lists them) and may override :meth:`_record_value` to convert one of them.
+    """
+
+    _record_keys: ClassVar[tuple[str, ...]] = ()
+
+    def _record_value(self, key: str, value: Any) -> Any:
+        """How attribute ``key`` is written (default: as it is; nested results become their dict)."""
+        return value.to_dict() if isinstance(value, JsonRecord) else value
 
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """JSON-safe dictionary of the ``_record_keys``; non-finite numbers as strings (:func:`json_safe`)."""
+        record: dict[str, Any] = json_safe({key: self._record_value(key, getattr(self, key)) for key in self._record_keys})
+        return record
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as a JSON string; ``kwargs`` go to :func:`json.dumps` (e.g. ``indent=2``)."""
@@ -167,7 +149,9 @@ class EpsilonBounds(JsonRecord):
     warns with :class:`NotAGuaranteeWarning` when ``is_guarantee`` is false).  ``upper`` is ``inf`` when
     ``target_delta`` is below the composed mass of infinite privacy loss (no finite ε is certified
     there).  ``diagnostics`` records the grid, the error terms and the FFT backend, so a user can see
-    where the width comes from.  ``lower, upper = bounds`` unpacks the bracket.
+    where the width comes from.  ``lower, upper = bounds`` unpacks the bracket.  ``to_dict()`` /
+    ``to_json()`` write ``quantity`` (``"epsilon"``), ``lower``, ``upper``, ``target_delta``,
+    ``relative_gap``, ``is_guarantee``, ``caveats`` and ``diagnostics`` (non-finite numbers as strings).
     """
 
     lower: float
@@ -176,6 +160,9 @@ class EpsilonBounds(JsonRecord):
     is_guarantee: bool = True
     caveats: tuple[str, ...] = ()
     diagnostics: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    quantity: ClassVar[str] = "epsilon"
+    _record_keys = ("quantity", "lower", "upper", "target_delta", "relative_gap", "is_guarantee", "caveats", "diagnostics")
 
     def __iter__(self) -> Iterator[float]:
         yield self.lower
@@ -193,22 +180,6 @@ class EpsilonBounds(JsonRecord):
         if not np.isfinite(self.upper):
             return 0.0 if self.lower == self.upper else float("inf")
         return (self.upper - self.lower) / self.upper
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary: ``quantity`` (``"epsilon"``), ``lower``, ``upper``, ``target_delta``,
-        ``relative_gap``, ``is_guarantee``, ``caveats``, ``diagnostics``; non-finite numbers as strings
-        (see :func:`json_safe`)."""
-        record: dict[str, Any] = json_safe({
-            "quantity": "epsilon",
-            "lower": self.lower,
-            "upper": self.upper,
-            "target_delta": self.target_delta,
-            "relative_gap": self.relative_gap,
-            "is_guarantee": self.is_guarantee,
-            "caveats": self.caveats,
-            "diagnostics": dict(self.diagnostics),
-        })
-        return record
 
     def __repr__(self) -> str:
         return _repr("EpsilonBounds", self.lower, self.upper, "target_delta", self.target_delta,
@@ -228,6 +199,8 @@ class DeltaBounds(JsonRecord):
 
     ``float(bounds)`` returns ``upper`` for a single ε (and warns with :class:`NotAGuaranteeWarning`
     when ``is_guarantee`` is false); for several ε it raises ``TypeError`` (use ``bounds.upper``).
+    ``to_dict()`` / ``to_json()`` write ``quantity`` (``"delta"``), ``lower``, ``upper``, ``target_epsilon``
+    (numbers, or lists for array input), ``is_guarantee``, ``caveats`` and ``diagnostics``.
     """
 
     lower: Any
@@ -236,6 +209,9 @@ class DeltaBounds(JsonRecord):
     is_guarantee: bool = True
     caveats: tuple[str, ...] = ()
     diagnostics: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    quantity: ClassVar[str] = "delta"
+    _record_keys = ("quantity", "lower", "upper", "target_epsilon", "is_guarantee", "caveats", "diagnostics")
 
     def __iter__(self) -> Iterator[Any]:
         yield self.lower
@@ -250,21 +226,6 @@ class DeltaBounds(JsonRecord):
             )
         warn_if_not_guarantee(self.is_guarantee, self.caveats)
         return float(np.asarray(self.upper, dtype=np.float64).reshape(()))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary: ``quantity`` (``"delta"``), ``lower``, ``upper``, ``target_epsilon``
-        (numbers, or lists for array input), ``is_guarantee``, ``caveats``, ``diagnostics``; non-finite
-        numbers as strings (see :func:`json_safe`)."""
-        record: dict[str, Any] = json_safe({
-            "quantity": "delta",
-            "lower": self.lower,
-            "upper": self.upper,
-            "target_epsilon": self.target_epsilon,
-            "is_guarantee": self.is_guarantee,
-            "caveats": self.caveats,
-            "diagnostics": dict(self.diagnostics),
-        })
-        return record
 
     def __repr__(self) -> str:
         return _repr("DeltaBounds", self.lower, self.upper, "target_epsilon", self.target_epsilon,

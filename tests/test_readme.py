@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -52,7 +54,11 @@ def test_block_runs(path, language, code, tmp_path, monkeypatch):
             pytest.importorskip("dp_accounting")
         if "matplotlib" in code:
             pytest.importorskip("matplotlib")
-        exec(compile(code, str(path), "exec"), {"__name__": "__doc_block__"})
+        # As a user's script: a module of its own (dataclasses and typing look their class's module up),
+        # without this file's ``from __future__`` flags.
+        module = types.ModuleType("__doc_block__")
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        exec(compile(code, str(path), "exec", dont_inherit=True), module.__dict__)
         return
     for argv in _commands(code):
         if argv[0] == "pip" or argv[:3] == ["python", "-m", "pytest"]:

@@ -3,8 +3,8 @@
 * :class:`BoundResult`, the one result type of every ``*_result`` function, and
   :func:`plain_float`, which derives the plain-float convenience function from it;
 * log-space helpers (``log(e^x - 1)``, ``log(1 - e^x)``, ``log(e^x + e^y)``, Bennett's ``log h``);
-* inversion of implicit bounds: the first crossing of a (possibly non-monotone) function on a grid,
-  refined with ``brentq`` and then nudged so that the returned point satisfies the bound;
+* the ε grid on which implicit bounds are inverted (the inversions themselves live in
+  :mod:`pldshuffle.pld.inversion`, the package's one home of root finding);
 * parameter checks shared by several modules (``local_epsilon``, RDP orders, the kRR ``gamma``).
 """
 
@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import gammaln, xlog1py, xlogy
 
+from .._krr_gamma import krr_gamma, krr_local_epsilon
 from .._validation import (
     check_epsilon,
     check_flag,
@@ -60,11 +59,6 @@ def check_linear_users(num_users: object, what: str, alternative: str) -> int:
             f"got {num_users!r}; use fewer users or {alternative}"
         )
     return n
-
-
-#: Absolute tolerance of the root refinements. BBGN19 §6 uses 1e-12; at ε ≈ 3e-3 that leaves only
-#: ~3e-10 relative accuracy, so we refine further (brentq adds its own 4 ulp relative tolerance).
-XTOL = 1e-15
 
 
 @dataclass(frozen=True)
@@ -156,12 +150,6 @@ def log_sum_exp(values: Sequence[float] | np.ndarray) -> float:
     return top + math.log(float(np.sum(np.exp(v - top))))
 
 
-def log_binomial_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
-    """``log Bin(n, p)(k)`` via ``gammaln`` (as ``scipy.stats.binom.logpmf``, without its import cost)."""
-    log_pmf: np.ndarray = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) + xlogy(k, p) + xlog1py(n - k, -p)
-    return log_pmf
-
-
 def log1mexp(x: float) -> float:
     """``log(1 - e^x)`` for ``x <= 0`` (Mächler's two-branch evaluation; ``-inf`` at 0)."""
     if x == 0.0:
@@ -182,59 +170,6 @@ def log_bennett_h(u: float) -> float:
 
 # ---------------------------------------------------------------------------------------------------
 # inversion
-
-
-def refine(excess: Callable[[float], float], x_ok: float, x_bad: float, xtol: float) -> float:
-    """A point within about ``xtol`` of the boundary between ``x_ok`` (excess <= 0) and ``x_bad``.
-
-    ``brentq`` may stop on the wrong side of the boundary; the root is then moved towards ``x_ok``
-    by doubling steps until ``excess <= 0``, so the returned point always satisfies the bound.
-    """
-    x = float(brentq(excess, x_ok, x_bad, xtol=xtol))
-    step = xtol
-    while excess(x) > 0.0:
-        x += math.copysign(step, x_ok - x)
-        step *= 2.0
-        if (x - x_ok) * (x_bad - x_ok) <= 0.0:
-            return x_ok
-    return x
-
-
-def first_crossing(
-    function: Callable[[float], float], target: float, grid: Sequence[float] | np.ndarray, xtol: float = XTOL
-) -> float | None:
-    """Smallest ``x`` (up to ``xtol``) with ``function(x) <= target``, scanning ``grid`` upwards.
-
-    The scan makes this safe for non-monotone functions (BBGN19's δ(ε)): the crossing returned is
-    the first one found on the grid, refined by ``brentq`` against the previous grid point. Returns
-    ``grid[0]`` if that point already satisfies the bound and ``None`` if no grid point does.
-    """
-    previous = None
-    for x in grid:
-        if function(x) <= target:
-            if previous is None:
-                return float(x)
-            return refine(lambda y: function(y) - target, float(x), previous, xtol)
-        previous = float(x)
-    return None
-
-
-def last_feasible_of_first_run(
-    function: Callable[[float], float], target: float, grid: Sequence[float] | np.ndarray, xtol: float = XTOL
-) -> float | None:
-    """Largest ``x`` of the first run of grid points with ``function(x) <= target``, refined.
-
-    Returns ``None`` if ``function(grid[0]) > target`` and ``grid[-1]`` if the whole grid is
-    feasible.
-    """
-    if function(grid[0]) > target:
-        return None
-    last = float(grid[0])
-    for x in grid[1:]:
-        if function(x) > target:
-            return refine(lambda y: function(y) - target, last, float(x), xtol)
-        last = float(x)
-    return last
 
 
 def epsilon_grid(local_epsilon: float, num: int = 200) -> np.ndarray:
@@ -274,9 +209,9 @@ def krr_parameters(domain_size: object, gamma: object, local_epsilon: object) ->
         )
     if gamma is not None:
         g = check_probability("gamma", gamma, high_open=False)
-        return k, g, math.log1p(k * (1.0 - g) / g)
+        return k, g, krr_local_epsilon(k, g)
     eps0 = check_local_epsilon(local_epsilon)
-    return k, k / (math.expm1(eps0) + k), eps0
+    return k, krr_gamma(k, eps0), eps0
 
 
 def check_target_epsilon(value: object) -> float:

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 from .._validation import check_choice, show
+from .._krr_gamma import krr_log_gamma
 from ._common import check_local_epsilon, check_target_epsilon, krr_parameters, log1mexp, log_expm1, logaddexp
 
 __all__ = ["RANDOMIZERS", "BlanketParameters", "blanket_parameters"]
@@ -70,8 +71,8 @@ def _generic(eps0: float, eps: float) -> BlanketParameters:
 
 
 def _krr(eps0: float, eps: float, k: int) -> BlanketParameters:
-    log_denominator = eps0 + math.log1p((k - 1) * math.exp(-eps0))  # log(e^{ε0} + k - 1)
-    log_gamma = math.log(k) - log_denominator
+    log_gamma = krr_log_gamma(k, eps0)
+    log_denominator = math.log(k) - log_gamma  # log(e^{ε0} + k - 1)
     log_one_minus_gamma = log_expm1(eps0) - log_denominator
     log_var_blanket = log_gamma + math.log1p(math.exp(log_one_minus_gamma)) + 2.0 * log_expm1(eps)
     log_var_rest = 2.0 * log_one_minus_gamma + math.log(k) + logaddexp(2.0 * eps, 0.0)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_delta
+from ..mechanisms._binomial import binomial_logpmf  # the accurate log-pmf (Boost), not gammaln differences
+from ..pld.inversion import first_crossing
 from ._common import (
     check_analytic_users,
     BoundResult,
@@ -38,10 +40,8 @@ from ._common import (
     check_linear_users,
     check_target_epsilon,
     epsilon_grid,
-    first_crossing,
     log1mexp,
     log_bennett_h,
-    log_binomial_pmf,
     log_expm1,
     log_sum_exp,
     plain_float,
@@ -78,7 +78,7 @@ def _printed_weights(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
     Cached: γ stays fixed while ε is inverted.
     """
     m = np.arange(1, n + 1, dtype=float)
-    return m, log_binomial_pmf(m, n, gamma) - np.log(m)
+    return m, binomial_logpmf(m, n, gamma) - np.log(m)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from dataclasses import replace
 import numpy as np
 
 from .._validation import check_choice, check_delta, check_flag, check_local_epsilon, check_positive_finite, show
-from ._common import BoundResult, last_feasible_of_first_run, plain_float
+from ..pld.inversion import last_feasible_of_first_run
+from ._common import BoundResult, plain_float
 from .bbgn19_bounds import BBGN19_BOUNDS, _blanket
 
 __all__ = ["bbgn19_local_epsilon", "bbgn19_local_epsilon_result"]

@@ -28,15 +28,14 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._validation import check_choice, check_delta, check_epsilon, check_int, check_probability
+from ..pld.inversion import ROOT_XTOL, refine
 from ._common import (
-    XTOL,
     BoundResult,
     check_target_epsilon,
     log1mexp,
     log_sum_exp,
     no_guarantee,
     plain_float,
-    refine,
 )
 
 __all__ = [
@@ -221,7 +220,7 @@ def kov_exact_epsilon(*, round_epsilon: float, round_delta: float, rounds: int, 
     if _log_hockey_stick(eps, k, 0.0) <= math.log(slack):
         return 0.0
     # δ_tot is non-increasing in ε_g and equals the rounds' own share at ε_g = kε (hockey stick 0)
-    return refine(lambda x: math.exp(_log_hockey_stick(eps, k, x)) - slack, k * eps, 0.0, XTOL)
+    return refine(lambda x: math.exp(_log_hockey_stick(eps, k, x)) - slack, k * eps, 0.0, ROOT_XTOL)
 
 
 def _compose_once(method: str, eps: float, round_delta: float, k: int, slack: float) -> float:

@@ -40,12 +40,12 @@ import math
 import numpy as np
 
 from .._validation import check_choice, check_delta
+from ..pld.inversion import first_crossing
 from ._common import (
     check_analytic_users,
     BoundResult,
     check_local_epsilon,
     check_target_epsilon,
-    first_crossing,
     no_guarantee,
     plain_float,
 )

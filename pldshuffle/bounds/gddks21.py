@@ -36,6 +36,7 @@ import numpy as np
 from scipy.special import expit, gammaln
 
 from .._validation import check_delta, check_int
+from ..mechanisms._binomial import binomial_logpmf  # the accurate log-pmf (Boost), not gammaln differences
 from ._common import (
     check_analytic_users,
     BoundResult,
@@ -44,7 +45,6 @@ from ._common import (
     check_linear_users,
     check_local_epsilon,
     check_target_epsilon,
-    log_binomial_pmf,
     log_expm1,
     log_sum_exp,
     plain_float,
@@ -183,7 +183,7 @@ def gddks21_rdp_lower(
     orders = check_alpha(alpha)
     both = check_flag("both_directions", both_directions)
     k = np.arange(n + 1, dtype=float)
-    log_pmf = log_binomial_pmf(k, n, expit(-eps0))
+    log_pmf = binomial_logpmf(k, n, expit(-eps0))
     with np.errstate(divide="ignore"):  # log(k/n) = -inf at k = 0, log(1 - k/n) = -inf at k = n
         log_ratio = np.logaddexp(np.log(k / n) + eps0, np.log1p(-k / n) - eps0)  # log r(k)
     values = []

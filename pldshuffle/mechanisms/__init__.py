@@ -9,17 +9,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {
+from .registry import MECHANISMS
+
+#: Public name -> module defining it: the registered mechanisms, and the pairs of ShuffledLDP's reductions.
+_EXPORTS = {entry.class_name: entry.module for entry in MECHANISMS} | {
     "BlanketPair": ".blanket",
     "LabelledClonePair": ".labelled_clones",
-    "PairMechanism": ".generic",
-    "RandomAllocation": ".allocation",
-    "ShuffledBinaryRR": ".binary_rr",
-    "ShuffledKRR": ".krr",
-    "ShuffledLDP": ".clones",
 }
 
-__all__ = ["BlanketPair", "LabelledClonePair", "PairMechanism", "RandomAllocation", "ShuffledBinaryRR", "ShuffledKRR", "ShuffledLDP"]
+__all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .binary_rr import ShuffledBinaryRR
@@ -34,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    value = getattr(importlib.import_module(_EXPORTS[name], __package__), name)
     globals()[name] = value
     return value
 

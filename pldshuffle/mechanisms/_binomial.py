@@ -189,7 +189,7 @@ def binomial_window(trials: int, prob: float, tail_mass: float) -> tuple[int, in
     return lo, hi, dropped
 
 
-def binomial_logpmf(k: NDArray[np.int64], trials: NDArray[np.int64] | int, prob: float) -> NDArray[np.float64]:
+def binomial_logpmf(k: NDArray[np.int64] | NDArray[np.float64], trials: NDArray[np.int64] | int, prob: float) -> NDArray[np.float64]:
     """``log Bin(trials, prob)(k)`` as accurate as Boost's pmf (≤ 1.3e-15 relative at the mode, up to ~5e-12
     several standard deviations out at 1e8 trials, measured against mpmath).
 

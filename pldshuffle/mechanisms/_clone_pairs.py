@@ -52,7 +52,7 @@ def clone_pair(
     bound: str = "exact",
     max_support_points: int = MAX_EXACT_SUPPORT,
 ) -> PrivacyLossPair:
-    """Clone pair of core spec §3 as a symmetric :class:`PrivacyLossPair` (exact, or a strict bound).
+    """Clone pair (docs/mathematics.md, "Clone reductions") as a symmetric :class:`PrivacyLossPair` (exact, or a strict bound).
 
     Parameters
     ----------

@@ -22,7 +22,6 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 from scipy.special import ndtr
@@ -98,7 +97,7 @@ class RandomAllocation(ShuffleMechanism):
     step: object | None = None
 
     #: The neighbouring relation this mechanism's guarantee is for.
-    neighboring_relation: ClassVar[str] = "add-remove"
+    neighboring_relation = "add-remove"  # a class attribute (unannotated: not a dataclass field)
 
     def __post_init__(self) -> None:
         t = check_int("num_steps", self.num_steps, minimum=1, maximum=2**40)

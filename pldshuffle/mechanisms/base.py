@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar
 
 from .._reporting import build_progress, reporting_to  # what a pair_family reports progress with
 from ..pld import PrivacyLossPair
@@ -165,7 +166,20 @@ class PairFamily:
 
 
 class ShuffleMechanism(ABC):
-    """Base class of the shuffle mechanisms (frozen dataclasses in the subclasses)."""
+    """Base class of the shuffle mechanisms (frozen dataclasses in the subclasses).
+
+    Attributes
+    ----------
+    neighboring_relation : str
+        Class attribute: the neighbouring relation the mechanism's pairs are for, a key of
+        :data:`pldshuffle.mechanisms.registry.RELATIONS` (``"replace-one"`` unless a class says otherwise).
+    switch : str or None
+        Class attribute: the name of the field that selects *what* is analysed (``"dataset"``,
+        ``"adversary"`` or ``"reduction"``), read by the privacy statements; ``None`` if there is none.
+    """
+
+    neighboring_relation: str = "replace-one"  # a class attribute; PairMechanism makes it a field
+    switch: ClassVar[str | None] = None
 
     @abstractmethod
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
@@ -215,7 +229,10 @@ def check_mechanism(value: object, name: str = "mechanism") -> ShuffleMechanism:
                 "PairMechanism(pair.pair_bounds()[1]) for its upper pair")
     else:
         hint = ""
+    from .registry import MECHANISMS
+
+    names = [entry.class_name for entry in MECHANISMS]
     raise TypeError(
-        f"{name} must be a pldshuffle mechanism (ShuffledBinaryRR, ShuffledKRR, ShuffledLDP or PairMechanism), "
+        f"{name} must be a pldshuffle mechanism ({', '.join(names[:-1])} or {names[-1]}), "
         f"got {type(value).__name__}{hint}"
     )

@@ -1,4 +1,4 @@
-"""Shuffled binary randomised response (2RR) -- KHH21 §4 with the worst case over datasets (core spec §1).
+"""Shuffled binary randomised response (2RR) -- KHH21 §4 with the worst case over datasets (docs/mathematics.md, "Binary randomized response").
 
 Each of ``n`` users reports its bit flipped with probability ``p = 1/(e^{ε0}+1)``; the analyst sees the
 number of ones.  For neighbouring datasets differing in user ``n`` (bit 0 vs 1) with ``m`` ones among
@@ -7,7 +7,7 @@ the other users,
 .. math::  P_m = N_m + \\mathrm{Bern}(p),\\quad Q_m = N_m + \\mathrm{Bern}(1-p),\\quad
            N_m = \\mathrm{Bin}(m, 1-p) + \\mathrm{Bin}(n-1-m, p),
 
-and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the worst case (spec §1: at
+and ``δ_m = δ_{n-1-m}``.  KHH21 analyse ``m = 0`` only, which is **not** the worst case (docs/mathematics.md: at
 ``n=3, e^{ε0}=3, ε=0`` it gives 0.28125 while ``m=1`` gives 0.3125).
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 from weakref import WeakValueDictionary
 
 import numpy as np
@@ -67,6 +68,9 @@ _SEGMENT = 12288
 #: step), what the windows drop over the smallest start value ≤ 2e-12 (kept values exceed ~1e-24).
 _RECURRENCE_RTOL = 8e-11
 
+#: The dataset pairs ``dataset`` may select (the command line lists them from this annotation).
+Dataset = Literal["worst", "khh21"]
+
 
 @dataclass(frozen=True)
 class ShuffledBinaryRR(ShuffleMechanism):
@@ -79,7 +83,8 @@ class ShuffledBinaryRR(ShuffleMechanism):
     local_epsilon : float
         ``ε0 > 0`` of the local randomiser (flip probability ``1/(e^{ε0}+1)``).
     dataset : {"worst", "khh21"}
-        ``"worst"`` (default) bounds the maximum over all neighbouring datasets (the DP guarantee).
+        Which datasets are analysed: ``"worst"`` (default) all of them, a guarantee, or ``"khh21"`` the
+        single pair of KHH21, a lower bound on the worst case.  ``"worst"`` bounds the maximum over all neighbouring datasets (the DP guarantee).
         The datasets ``m = 0..⌊(n-1)/2⌋`` are covered by 16 interval cells; a cell ``[a, b]`` of
         width ``w = b - a`` is dominated by the dataset pair of ``n - w + 2r`` users with ``m = a + r``
         (``r ≈ wp``: each varying user's report is a ``Bern(p)``, a ``Bern(1-p)`` or its bit, with
@@ -95,17 +100,19 @@ class ShuffledBinaryRR(ShuffleMechanism):
     Neighbouring relation: replace one user's bit.  Source: Koskela, Heikkilä, Honkela (2021),
     "Tight differential privacy for discrete-valued mechanisms and for the subsampled Gaussian
     mechanism using FFT" / "Numerical accounting in the shuffle model", §4, eq. (4.1); worst case over
-    ``m``: pldshuffle core spec §1.
+    ``m``: docs/mathematics.md, "Binary randomized response".
     """
+
+    switch = "dataset"  # the field that selects what is analysed (read by the privacy statements)
 
     num_users: int
     local_epsilon: float
-    dataset: str = "worst"
+    dataset: Dataset = "worst"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_num_users(self.num_users))
         object.__setattr__(self, "local_epsilon", check_local_epsilon(self.local_epsilon))
-        check_choice("dataset", self.dataset, ("worst", "khh21"))
+        check_choice("dataset", self.dataset, get_args(Dataset))
         p = self.flip_probability
         # A dataset pair holds O(√(n p(1-p))) outcomes: refuse sizes no machine can hold, before any work.
         needed = _BYTES_PER_SD * math.sqrt(self.num_users * p * (1.0 - p))

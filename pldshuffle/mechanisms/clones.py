@@ -33,7 +33,7 @@ kernels below walk half of each block with a ratio recurrence for ``Bin(T,1/2)``
 exact (Boost) value at the block's centre and fill the mirrored half from it, so a support point
 costs a few flops and half a logarithm.
 
-Truncation (spec §3.1).  ``C`` is restricted to the exact-tail window of
+Truncation (docs/mathematics.md, "Truncation of the supports").  ``C`` is restricted to the exact-tail window of
 :func:`~pldshuffle.mechanisms._binomial.binomial_window` and, for every kept ``c``, ``A | C=c`` to a
 central window ``[lo_c, c-lo_c]`` of ``Bin(c,1/2)`` whose two tails are each ``≤ tail_mass/2``.  Every
 generative point ``(c, A, Δ)`` inside both windows lands on a kept outcome, so the dropped ``P``-mass
@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
 from .._validation import check_choice, check_local_epsilon, check_num_users, check_real, check_size, show
@@ -84,7 +85,9 @@ __all__ = [
 ]
 
 
-_REDUCTIONS = ("blanket", "fmt20", "fmt23", "randomizer", "khh21", "wang24")
+#: The reductions ``reduction`` may select (the command line lists them from this annotation).
+Reduction = Literal["blanket", "fmt20", "fmt23", "randomizer", "khh21", "wang24"]
+_REDUCTIONS = get_args(Reduction)
 
 
 _CAVEATS = {
@@ -117,6 +120,7 @@ _CAVEATS = {
         "RR, ε0=6, n=1000: the pair gives ε=5.775 at δ=1e-6, the real mechanism has δ(5.775)=1.4e-3)",
     ),
 }
+#: The default of ``reduction`` (a sentinel): chosen from whether a randomizer is given (see the class docstring).
 _DEFAULT = "default"
 #: What the Laplace blanket pair covers (docs/mathematics.md, the Laplace blanket pair).
 LAPLACE_VICTIM_CAVEAT = (
@@ -209,9 +213,11 @@ class ShuffledLDP(ShuffleMechanism):
     ('blanket', 1.0)
     """
 
+    switch = "reduction"  # the field that selects what is analysed (read by the privacy statements)
+
     num_users: int
     local_epsilon: float | None = None
-    reduction: str = _DEFAULT
+    reduction: Reduction = _DEFAULT  # type: ignore[assignment]  # a sentinel: chosen from randomizer
     randomizer: Randomizer | None = None
     participation: float = 1.0
 

@@ -1,13 +1,13 @@
-"""Shuffled k-ary randomized response (kRR): exact privacy loss distributions (core spec §2).
+"""Shuffled k-ary randomized response (kRR): exact privacy loss distributions (docs/mathematics.md, "k-ary randomized response").
 
 Each of the ``n`` users holds a value in ``{1..k}``; with probability ``1 - γ`` it reports its value,
 otherwise (the *blanket*, BBGN19 Alg. 1) a uniform value of ``{1..k}``.  The local privacy level is
 ``ε0 = log(1 + k(1-γ)/γ)``, i.e. ``γ = k / (e^{ε0} + k - 1)`` (BBGN19 Lemma 5.1).  The reports are
 shuffled.  Neighbouring datasets differ in the value of one user (replace-one): 1 in ``X``, 2 in ``X'``.
 
-The four adversaries of :class:`ShuffledKRR` (KHH21 §5, corrected as in core spec §2):
+The four adversaries of :class:`ShuffledKRR` (KHH21 §5, corrected as in docs/mathematics.md, "k-ary randomized response"):
 
-``"strong"`` (§2b)
+``"strong"``
     Knows every other user's value and every randomisation bit, including the differing user's.
     With probability ``γ`` the differing user randomised and the two views coincide (loss 0);
     otherwise the adversary sees the counts ``(n1, n2)`` of values 1 and 2 among the outputs:
@@ -16,12 +16,12 @@ The four adversaries of :class:`ShuffledKRR` (KHH21 §5, corrected as in core sp
 ``"khh21"``
     The same 2-D pair without the atom (``P0`` vs ``Q0``), as in KHH21's figure code: a valid but
     looser bound (single round: ``δ_strong = (1-γ) δ_khh21``).
-``"weak"`` (§2c, KHH21 Def. 9 / Thm 10 / App. A)
+``"weak"`` (KHH21 Def. 9 / Thm 10 / App. A)
     Knows the other users' values and randomisation bits, not the differing user's bit.  Statistic
     ``(b, n1, n2)``: ``b ~ Bin(n-1, γ)`` randomising others, ``n1, n2`` the counts of values 1 and 2
     among the randomisers' outputs and the differing user's output; loss
     ``log(((1-γ)n1 + γ(b+1)/k) / ((1-γ)n2 + γ(b+1)/k))``, ``δ_∞ = 0``.
-``"histogram"`` (§2d)
+``"histogram"``
     The real shuffled mechanism seen through its output histogram, for two dataset pairs (``k ≥ 3``):
     ``X = (1, 3, .., 3)`` vs ``X' = (2, 3, .., 3)`` (the others hold a third value) and
     ``X = (1, 1, .., 1)`` vs ``X' = (2, 1, .., 1)`` (the victim leaves the value everyone else holds;
@@ -30,7 +30,7 @@ The four adversaries of :class:`ShuffledKRR` (KHH21 §5, corrected as in core sp
     members are both pairs and the accountant reports the worse.
 
 KHH21's eq. (5.1) (a 1-D marginal of the strong view) is deliberately not offered: it can fall below
-the real mechanism (core spec §2a).
+the real mechanism (docs/mathematics.md, "Where the published kRR pairs are unsafe").
 
 Representation.  All four pairs share one form, used by :func:`tilted_trinomial_support`: a base law
 ``u ~ Bin(N0, π0)``, ``c | u ~ Bin(N1(u), π1)``, ``x | c ~ Bin(c, 1/2)`` (a trinomial ``(x, c-x)`` given
@@ -50,9 +50,9 @@ histogram   v=n-h0    n, (k-1)g    v           2/(k-1)   (e^{-ε0}(n-v) + v)/n  
 
 (strong: ``Mult(n; g, g, 1-2g)(n1, n2) · n1/(ng) = Mult(n-1; g, g, 1-2g)(n1-1, n2)``; weak:
 ``P = Bin(n-1,γ)(b) · Mult(b+1; 1/k, 1/k, 1-2/k)(n1, n2) · (γ + (1-γ)k n1/(b+1))``; histogram:
-``P = Mult(n; 1-γ+g, g, g, (k-3)g)(h) · φ_P(h)/n`` with ``φ_P`` the numerator of §2d's loss.)
+``P = Mult(n; 1-γ+g, g, g, (k-3)g)(h) · φ_P(h)/n`` with ``φ_P`` the numerator of the histogram view's loss.)
 
-Truncation (core spec §3.1).  Every coordinate is cut to a window chosen with exact binomial tails;
+Truncation (docs/mathematics.md, "Truncation of the supports").  Every coordinate is cut to a window chosen with exact binomial tails;
 the *P-mass* dropped (with the tilt) is computed exactly from binomial cdf/sf values and booked as
 ``truncated_mass`` (``+inf`` for upper bounds, deleted for lower bounds).  Each coordinate drops at most
 ``tail_mass`` of P; inner windows get budgets inversely proportional to the mass of their row, which
@@ -70,10 +70,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import KW_ONLY, dataclass
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._krr_gamma import krr_local_epsilon, krr_log_excess, krr_log_gamma
 from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size, show
 from ..pld import PrivacyLossPair
 from ._krr_support import (
@@ -100,13 +102,15 @@ __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_PAIRS", "MAX_SUPPORT_POINTS", "MERGE_TOLE
 #: Smallest supported per-value blanket probability ``γ/k`` (``ε0`` up to about 230).
 _MIN_G = 1e-100
 
-_ADVERSARIES = ("weak", "strong", "khh21", "histogram")
+#: The views ``adversary`` may select (the command line lists them from this annotation).
+Adversary = Literal["weak", "strong", "khh21", "histogram"]
+_ADVERSARIES = get_args(Adversary)
 
 _MEANING = {
     "weak": "weak adversary (KHH21 Def. 9: knows the other users' data and randomisation bits; exact "
-    "(b, n1, n2) pair, core §2c): strict bounds on the worst case over all neighbouring datasets",
+    "(b, n1, n2) pair): strict bounds on the worst case over all neighbouring datasets",
     "strong": "strong adversary (also knows whether the differing user randomised; exact pair with the "
-    "γ atom, core §2b): strict bounds on the worst case over all neighbouring datasets, dominating 'weak'",
+    "γ atom): strict bounds on the worst case over all neighbouring datasets, dominating 'weak'",
     "khh21": "KHH21 figure-code pair (strong pair without the γ atom): a valid but looser upper bound, "
     "kept to reproduce KHH21's figures",
     "histogram": "histogram-only analyst on the dataset pairs (1,3..3) vs (2,3..3) and (1,1..1) vs (2,1..1): "
@@ -144,7 +148,9 @@ class ShuffledKRR(ShuffleMechanism):
         Local privacy level ``ε0 > 0``; ``γ = k / (e^{ε0} + k - 1)``.  Pass exactly one of ``gamma``
         and ``local_epsilon``; the one given is stored as given, the other is a derived property.
     adversary : {"weak", "strong", "khh21", "histogram"}
-        Whose view is analysed (module docstring; core spec §2b-§2d).  ``"weak"`` and ``"strong"`` give
+        Whose view is analysed: ``"weak"`` (default), ``"strong"``, ``"khh21"`` (guarantees) or
+        ``"histogram"`` (a lower bound, not a guarantee).  See the module docstring and
+        docs/mathematics.md, "k-ary randomized response".  ``"weak"`` and ``"strong"`` give
         DP guarantees; ``"khh21"`` a looser guarantee matching KHH21's figures; ``"histogram"`` a lower
         bound (``k ≥ 3``) that is not a guarantee.
 
@@ -195,12 +201,14 @@ class ShuffledKRR(ShuffleMechanism):
     True
     """
 
+    switch = "adversary"  # the field that selects what is analysed (read by the privacy statements)
+
     num_users: int
     domain_size: int
     _: KW_ONLY
     gamma: float | None = None
     local_epsilon: float | None = None
-    adversary: str = "weak"
+    adversary: Adversary = "weak"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_users", check_num_users(self.num_users))
@@ -307,13 +315,9 @@ class ShuffledKRR(ShuffleMechanism):
         """``(log γ, log a)`` with ``a = e^{ε0} - 1 = k(1-γ)/γ``, in log space (finite for any valid input)."""
         k = self.domain_size
         if self.gamma is not None:
-            log_gamma = math.log(self.gamma)
-            log_a = math.log(k) + math.log1p(-self.gamma) - log_gamma if self.gamma < 1.0 else -math.inf
-        else:
-            eps0 = self.local_epsilon
-            log_a = eps0 + math.log(-math.expm1(-eps0))
-            log_gamma = math.log(k) - float(np.logaddexp(eps0, math.log(k - 1)))
-        return log_gamma, log_a
+            return math.log(self.gamma), krr_log_excess(k, self.gamma)
+        eps0 = self.local_epsilon
+        return krr_log_gamma(k, eps0), eps0 + math.log(-math.expm1(-eps0))
 
     @property
     def blanket_probability(self) -> float:
@@ -325,7 +329,7 @@ class ShuffledKRR(ShuffleMechanism):
         """``ε0 = log(1 + k(1-γ)/γ)``: the local privacy level of the randomizer."""
         if self.local_epsilon is not None:
             return self.local_epsilon
-        return float(np.logaddexp(0.0, self._log_parameters()[1]))
+        return krr_local_epsilon(self.domain_size, self.gamma)
 
     def describe(self) -> str:
         """One line: mechanism, parameters, neighbouring relation, adversary and what the bound means."""
@@ -391,12 +395,12 @@ class ShuffledKRR(ShuffleMechanism):
                 advice=advice,
             )
             if self.adversary == "strong":
-                # With probability γ the differing user randomised: identical views, loss 0 (§2b).
+                # With probability γ the differing user randomised: identical views, loss 0.
                 weight = min(math.exp(log_one_minus_gamma), 1.0)  # 1 - γ (log space rounds to ~1e-13)
                 exact = lower is upper
                 upper = with_zero_atom(upper, weight, gamma)
                 lower = upper if exact else with_zero_atom(lower, weight, gamma)
-                label = "kRR strong adversary (core §2b)"
+                label = "kRR strong adversary"
             else:
                 label = "kRR KHH21 figure pair (strong without atom)"
         elif self.adversary == "weak":
@@ -414,7 +418,7 @@ class ShuffledKRR(ShuffleMechanism):
                 context=context,
                 advice=advice,
             )
-            label = "kRR weak adversary (core §2c)"
+            label = "kRR weak adversary"
         else:
             # v = n - h0 ~ Bin(n, (k-1)g) outputs differing from the others' value; (h1, h2) | v ~
             # Mult(v; 1/(k-1), 1/(k-1), ·) via c ~ Bin(v, 2/(k-1)); tilt (e^{-ε0}(n-v) + v + (e^{ε0}-1) h1) / n.
@@ -436,7 +440,7 @@ class ShuffledKRR(ShuffleMechanism):
                 context=context,
                 advice=advice,
             )
-            label = "kRR histogram view of (1,3..3) vs (2,3..3) (core §2d)"
+            label = "kRR histogram view of (1,3..3) vs (2,3..3)"
 
         label += f": n={n}, k={k}, gamma={gamma:.6g}"
         if lower is upper:

@@ -6,7 +6,7 @@ pair: the law of ``L = log(P(X)/Q(X))`` for ``X ~ P`` on ``{Q > 0}``, plus
 * ``infinity_mass`` -- the exact mass ``P({Q = 0})`` at loss ``+inf``;
 * ``truncated_mass`` -- probability mass of ``P`` that the mechanism dropped when it truncated its
   support by a tail bound.  Its losses are unknown, so upper bounds book it at ``+inf`` and lower
-  bounds delete it (core spec §3.1); both moves are monotone, hence strict.
+  bounds delete it (docs/mathematics.md, "Truncation of the supports"); both moves are monotone, hence strict.
 
 A :class:`PrivacyLossPair` holds both directions (one, if the pair is symmetric).  The tight
 ``δ(ε)`` of a pair is ``max(H_{e^ε}(P||Q), H_{e^ε}(Q||P))`` where the hockey-stick divergence of one

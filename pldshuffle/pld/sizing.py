@@ -15,6 +15,8 @@ from .composition import CHERNOFF_LAMBDAS, Factor, composed_log_mgf, window
 from .far_atoms import mixture_width
 from .discretize import lower_error_estimates, moments
 from .distributions import PrivacyLossPair
+from .inversion import grid_crossing
+from ..errors import MemoryBudgetError  # raised here; its home is pldshuffle.errors
 
 __all__ = ["MemoryBudgetError", "check_lattice_span", "choose_spacing", "composed_range", "gap_scale", "relative_target"]
 
@@ -132,17 +134,9 @@ def _gaussian_epsilon(factors: list[Factor], spacing: float, delta: float, ceili
         x = (mean - eps) / sd
         return np.asarray(np.exp(log_ndtr(x)) - np.exp(eps - mean + 0.5 * var + log_ndtr(x - sd)), dtype=np.float64)
 
-    # A grid bisection, not scipy.optimize: importing it would add ~0.3 s (measured) to every first query.
-    grid = np.linspace(0.0, ceiling, 65)
-    for _ in range(3):  # 64³ subintervals: far finer than the estimate needs
-        above = np.flatnonzero(gaussian_delta(grid) > delta)
-        if above.size == 0:
-            return float(grid[0])
-        k = int(above[-1])
-        if k == grid.size - 1:
-            return ceiling
-        grid = np.linspace(grid[k], grid[k + 1], 65)
-    return float(grid[-1])
+    # A grid bisection, not scipy.optimize: importing it would add ~0.3 s (measured) to every first query;
+    # 64³ subintervals are far finer than the estimate needs.
+    return grid_crossing(gaussian_delta, delta, 0.0, ceiling, points=65, rounds=3)
 
 
 def choose_spacing(pairs: list[tuple[PrivacyLossPair, int]], target: float) -> float:
@@ -233,16 +227,6 @@ def relative_target(rounds: int) -> float:
     if rounds == 1:
         return 1e-4
     return 1e-3 if rounds <= SHORT_LEDGER else 2e-3
-
-
-
-class MemoryBudgetError(ValueError, MemoryError):
-    """A composition would exceed ``max_memory_bytes``; raised before allocating.  ``needed`` and
-    ``budget`` (bytes) are set where the estimate is known (NaN otherwise)."""
-
-    def __init__(self, message: str, needed: float = math.nan, budget: float = math.nan) -> None:
-        super().__init__(message)
-        self.needed, self.budget = float(needed), float(budget)
 
 
 def check_lattice_span(points: float, budget: float, spacing: float) -> None:

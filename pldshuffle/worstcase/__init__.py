@@ -9,6 +9,7 @@ terms whose upper measures dominate every member and whose lower witnesses are r
 * :mod:`~pldshuffle.worstcase.cover` -- cells with branch and bound, refined at queried points;
 * :mod:`~pldshuffle.worstcase.blocks`, :mod:`~pldshuffle.worstcase.recursion` -- adaptive blocks (the
   adaptive recursion) and their lengths; :mod:`~pldshuffle.worstcase.witnesses` -- their lower ends;
+* :mod:`~pldshuffle.worstcase.same_data` -- several same-data blocks bounded together (the recursion over blocks);
 * :mod:`~pldshuffle.worstcase.ledger` -- the accountant's ledger as a certified PLD, with the single-round
   queries (:mod:`~pldshuffle.worstcase.single_round`) and mixed-ledger lower ends (:mod:`~pldshuffle.worstcase.mixed`).
 """

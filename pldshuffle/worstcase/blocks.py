@@ -180,17 +180,7 @@ def _adaptive_terms(
     # the far tail's Chernoff slack into early rounds' tilted buffers, whose round-off bound then left the
     # untilted frame's uniform one to decide beyond their support (2RR n = 200, ε0 = 5.5, 64 rounds,
     # δ = 1e-12: ε ≤ 303.74, 15 ‰ above the lower end).
-    per_round = np.maximum(log_mgf(up.factor(1), spacing, CHERNOFF_LAMBDAS), 0.0) * (1.0 + 4.0 * _U)
-    per_round += log_mgf_rounding([up.factor(1)], spacing, CHERNOFF_LAMBDAS)
-
-    def top(x: NDArray[np.float64], j: int) -> NDArray[np.float64]:
-        if j == 0:  # G_0 = (1 - e^x)_+ vanishes right of the window (z_hi ≥ 0)
-            return np.zeros(x.size)
-        log_m = j * per_round
-        terms = CHERNOFF_LAMBDAS[None, :] * x[:, None]
-        exponent = log_m[None, :] - terms + 4.0 * _U * (log_m[None, :] + np.abs(terms))
-        return cast(NDArray[np.float64], np.exp(np.min(exponent, axis=1)) * (1.0 + 8.0 * _U))
-
+    top = chernoff_top([up], spacing)
     groups = _SHORT_GROUPS if count <= SHORT_LEDGER else _GROUPS
     units = [p for cell in cells for p in _uppers(cell)]  # in the cells' order: neighbouring datasets
     built: dict[tuple[int, int, int, int], LatticeDirection] = {}
@@ -362,3 +352,25 @@ def _block_rounds(count: int) -> int:
     if count >= _LONG_BLOCKS * _LONG_BLOCK_ROUNDS:
         return _LONG_BLOCK_ROUNDS
     return min(count, _BLOCK_ROUNDS)
+
+
+def chernoff_top(steps: list[LatticeDirection], spacing: float) -> Callable[[NDArray[np.float64], int], NDArray[np.float64]]:
+    """``top(x, j)`` for :func:`~pldshuffle.worstcase.recursion.adaptive_profile`: a Chernoff bound on the
+    finite losses of ``j`` adaptively chosen steps, each dominated by one of the measures ``steps``
+    (dominance keeps every Rényi divergence, so each step's moment generating function is at most the
+    largest of theirs at every λ ≥ 0, and the bound holds for the adaptive sum: a supermartingale).  The
+    MGFs are rounded up by :func:`~pldshuffle.pld.composition.log_mgf_rounding` (linear in ``j``) and the
+    exponent by its terms' size.  O(support) per measure here, O(x.size × λs) per call.
+    """
+    per_round = np.max([np.maximum(log_mgf(u.factor(1), spacing, CHERNOFF_LAMBDAS), 0.0) * (1.0 + 4.0 * _U)
+                        + log_mgf_rounding([u.factor(1)], spacing, CHERNOFF_LAMBDAS) for u in steps], axis=0)
+
+    def top(x: NDArray[np.float64], j: int) -> NDArray[np.float64]:
+        if j == 0:  # G_0 = (1 - e^x)_+ vanishes right of the window (z_hi ≥ 0)
+            return np.zeros(x.size)
+        log_m = j * per_round
+        terms = CHERNOFF_LAMBDAS[None, :] * x[:, None]
+        exponent = log_m[None, :] - terms + 4.0 * _U * (log_m[None, :] + np.abs(terms))
+        return cast(NDArray[np.float64], np.exp(np.min(exponent, axis=1)) * (1.0 + 8.0 * _U))
+
+    return top

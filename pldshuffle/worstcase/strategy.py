@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-
+from dataclasses import dataclass
 
 from ..pld.sizing import MemoryBudgetError
 from .ledger import LedgerPLD
 from .terms import WorstCaseTerm
 from ..pld.lattice import Term, upper_direction
 from ..mechanisms.base import PairFamily
+from ..pld import PrivacyLossPair
 from ..pld.sizing import SHORT_LEDGER, relative_target
 from .blocks import _adaptive_terms
 from .cover import _CELL_TOLERANCE, QueryRefinement, _cover, _uppers
@@ -43,6 +44,20 @@ _BLOCK_COARSENING = 2
 _ENVELOPE_BUDGET_SLACK = 1.25
 
 
+@dataclass(frozen=True, eq=False)
+class SameDataBlock:
+    """A same-data block's terms and what a ledger of several blocks reads besides
+    (:func:`pldshuffle.worstcase.same_data.blocks_upper`): the pairs of the block's cover, whose ``count``-fold
+    compositions (``lattice.directions``) dominate every member's block (``lattice`` is None where the block
+    fell back to the changing-data terms), and the members whose blocks are its lower witnesses."""
+
+    terms: tuple[Term, ...]
+    pairs: tuple[PrivacyLossPair, ...] = ()
+    lattice: _Lattice | None = None
+    #: The realisable members whose blocks are the block's lower witnesses.
+    witnesses: tuple[PrivacyLossPair, ...] = ()
+
+
 def family_term(
     family: PairFamily,
     spacing: float,
@@ -54,6 +69,22 @@ def family_term(
     report: Callable[[str], None] | None = None,
     target: float | None = None,
 ) -> tuple[Term, ...]:
+    """The certified terms of ``count`` rounds of a mechanism given by its pair family (see
+    :func:`same_data_block`, which also returns the block's cover)."""
+    return same_data_block(family, spacing, count, same_data=same_data, options=options, tolerance=tolerance, report=report, target=target).terms
+
+
+def same_data_block(
+    family: PairFamily,
+    spacing: float,
+    count: int,
+    *,
+    same_data: bool = False,
+    options: dict | None = None,
+    tolerance: float = _CELL_TOLERANCE,
+    report: Callable[[str], None] | None = None,
+    target: float | None = None,
+) -> SameDataBlock:
     """The certified terms of ``count`` rounds of a mechanism given by its pair family.
 
     ``report`` (optional) receives a progress message every few seconds of a branch and bound over datasets.
@@ -78,7 +109,7 @@ def family_term(
         return (WorstCaseTerm(directions, _lower_witnesses(family.lower, spacing), count, exact_upper=(pair,), exact_lower=tuple(family.lower)),)
 
     if single and (not same_data or count == 1):
-        return single_pair_terms()
+        return SameDataBlock(single_pair_terms())
     lattice = _Exact(spacing)
     adaptive = family.cells is not None and count > 1
     # With the orders kept apart (_adaptive_terms) the cells' excess over their datasets is the main slack
@@ -142,14 +173,15 @@ def family_term(
         try:
             tighter = _convex_minorant_of_min(blocks, per_round, spacing, coarsening=_BLOCK_COARSENING)
         except _HullOutOfRange:  # the changing-data terms hold for the same data too (on the same cover)
-            return changing_data_terms()
+            return SameDataBlock(changing_data_terms())
         # Witnesses: the same dataset in every round, i.e. a member's own rounds composed count times.
         picks = list(dict.fromkeys(block_witnesses[: MAX_WITNESSES // 2] + witnesses))[:MAX_WITNESSES]
-        return (WorstCaseTerm((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count),)
+        term = WorstCaseTerm((tighter,), _lower_witnesses(tuple(picks), spacing), 1, lower_count=count)
+        return SameDataBlock((term,), tuple(block_kept), block, tuple(picks[: len(term.lower)]))
     if count > 1:  # the exact pairs only serve a single round
-        return changing_data_terms()
+        return SameDataBlock(changing_data_terms())
     # One round is also answered off the lattice: every member is dominated by a kept pair, and the cells
     # are refined further at the points queried.  Nothing is composed, so the refinement may hold
     # _SINGLE_ROUND_SHARE of the cap (the lattice measures keep the rest).
     refined_bytes = _SINGLE_ROUND_SHARE * options.get("max_memory_bytes", math.inf)
-    return (WorstCaseTerm((up,), lows, count, refiner=QueryRefinement(kept_cells, members, refined_bytes)),)
+    return SameDataBlock((WorstCaseTerm((up,), lows, count, refiner=QueryRefinement(kept_cells, members, refined_bytes)),))
