@@ -460,8 +460,8 @@ def test_the_memory_probe_coarsens_before_any_term_is_built(monkeypatch):
     import pldshuffle._build as build
 
     spacings = []
-    family_term = build.family_term
-    monkeypatch.setattr(build, "family_term", lambda fam, spacing, *args, **kwargs: spacings.append(spacing) or family_term(fam, spacing, *args, **kwargs))
+    build_term = build.same_data_block  # where _build turns an entry into its term (family_term inside)
+    monkeypatch.setattr(build, "same_data_block", lambda fam, spacing, *args, **kwargs: spacings.append(spacing) or build_term(fam, spacing, *args, **kwargs))
     messages: list[str] = []
     acc = ps.FourierAccountant(max_memory_bytes=2**26, progress=messages.append).compose(ps.ShuffledBinaryRR(50, 2.0, dataset="khh21"), 3000)
     bounds = acc.get_epsilon_bounds(1e-6)
