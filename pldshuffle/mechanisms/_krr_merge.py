@@ -10,14 +10,22 @@ choice of blocks and the streaming stay with the support builder.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from ._krr_numerics import _anchor_logpmf
 
 __all__ = ["_group", "_merge_outer", "_merged_kernel_args"]
 
+#: The arrays of one chunk of cells or merged outcomes (integer indices, float masses and ratios).
+Array = NDArray[Any]
 
-def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
+
+def _merge_outer(
+    pair_u: Array, pair_c: Array, log_w: Array, x_lo: Array, x_hi: Array, log_a: Array, log_b: Array, ratio: Array, blocks: Array
+) -> tuple[Array, ...]:
     """Merge pairs ``(u, c)`` over blocks of ``u`` into outcomes ``(block, c)`` (one chunk of pairs).
 
     ``blocks[u]`` (:func:`merge_blocks`) groups consecutive ``u`` whose tilt ratios ``r = A/B`` agree within a
@@ -40,14 +48,18 @@ def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks)
     return _group(blocks[pair_u], pair_c, np.exp(log_w + log_a[pair_u]), np.exp(log_w + log_b[pair_u]), x_lo, x_hi, r, r)
 
 
-def _merged_kernel_args(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
+def _merged_kernel_args(
+    block: Array, c: Array, alpha: Array, beta: Array, x_lo: Array, x_hi: Array, r_lo: Array, r_hi: Array
+) -> tuple[Array, ...]:
     """Kernel arguments ``(c, log_wa, x_lo, x_hi, log α, log β, α/β, r_lo, r_hi)`` of merged outcomes."""
     with np.errstate(divide="ignore"):
         log_alpha, log_beta = np.log(alpha), np.log(beta)
     return c, _anchor_logpmf(c, x_lo, x_hi), x_lo, x_hi, log_alpha, log_beta, alpha / beta, r_lo, r_hi
 
 
-def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
+def _group(
+    block: Array, c: Array, alpha: Array, beta: Array, x_lo: Array, x_hi: Array, r_lo: Array, r_hi: Array
+) -> tuple[Array, ...]:
     """Combine entries with equal ``(block, c)``: sum α and β, union the x windows and the ratio intervals."""
     order = np.lexsort((c, block))
     block, c = block[order], c[order]
