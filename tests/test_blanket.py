@@ -19,7 +19,7 @@ import pldshuffle as ps
 from pldshuffle.mechanisms.blanket import BlanketPair
 from pldshuffle.mechanisms._blanket_model import hit_model
 from pldshuffle.mechanisms._blanket_product import product_bounds
-from pldshuffle.mechanisms._blanket_support import b_points, fixed_b_bounds, grouped_bounds, hit_width
+from pldshuffle.mechanisms._blanket_support import LatticeCells, LatticeMixture, b_points, fixed_b_bounds, fixed_b_cells, grouped_bounds, hit_width
 from pldshuffle.pld import PrivacyLossPair
 from pldshuffle.randomizers import OUE, RAPPOR, BinaryRR, Finite, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
@@ -161,6 +161,39 @@ def test_product_evaluation_agrees_with_the_enumerated_fixed_b_pairs():
         c, d = PrivacyLossPair(glo).delta_bounds(eps)[0][0], PrivacyLossPair(gup).delta_bounds(eps)[1][0]
         assert a <= d and c <= b
         assert b - a <= 1e-3 * b + 1e-15
+
+
+@pytest.mark.parametrize(
+    "rand", [HadamardResponse(10, 1.0), HadamardResponse(1000, 2.0), SubsetSelection(32, 8, 1.0), SubsetSelection(32, 2, 0.1)], ids=str
+)
+def test_kernel_fixed_b_agrees_with_the_python_path(rand):
+    """The kernel's fixed-B pair (recurrence of N2 | N1, binned on the mixture lattice) against the Python
+    enumeration (Boost pmfs, direct convolutions) on the same support: cell by cell it holds at least the
+    windowed convolution and at most that plus the booked truncation; the grouped brackets agree."""
+    model = hit_model(rand)
+    spacing = 1e-4
+    for b in (40, 300):
+        cells, same = fixed_b_cells(b, model, 1e-18, spacing)
+        assert isinstance(cells, LatticeCells) and cells is same  # the kernel path, not the fallback
+        old = fixed_b_bounds(b, model, 1e-18)[1]
+        ref, new = LatticeMixture(spacing), LatticeMixture(spacing)
+        ref.add(old, 1.0)
+        new.add(cells, 1.0)
+        ref._grow(new.j0, new.j0 + new.mass.size - 1)
+        new._grow(ref.j0, ref.j0 + ref.mass.size - 1)
+        assert np.all(new.mass >= ref.mass * (1.0 - 1e-12))
+        assert np.all(new.tilt <= ref.tilt * (1.0 - 1e-12) + 1e-300)  # tilts are <= 0
+        assert float(np.sum(new.mass - ref.mass)) <= old.truncated_mass + 1e-13
+        assert new.truncated == ref.truncated and new.loss_error >= 0.0
+    n = 400
+    args = (n, model.gamma, 1e-18, 0.02)  # groups of a few values of B: the same groups for both
+    klo, kup = grouped_bounds(*args, lambda b, h: fixed_b_cells(b, model, 1e-18, h), lambda b: hit_width(b, model, 1e-18), model.log_ratio)
+    plo, pup = grouped_bounds(*args, lambda b, _h: fixed_b_bounds(b, model, 1e-18), lambda b: hit_width(b, model, 1e-18), model.log_ratio)
+    for eps in (0.0, 0.05, 0.1, 0.2, 0.4):
+        a, b = PrivacyLossPair(klo).delta_bounds(eps)[0][0], PrivacyLossPair(kup).delta_bounds(eps)[1][0]
+        c, d = PrivacyLossPair(plo).delta_bounds(eps)[0][0], PrivacyLossPair(pup).delta_bounds(eps)[1][0]
+        assert a <= d * (1 + 1e-9) + 1e-15 and c <= b * (1 + 1e-9) + 1e-15
+        assert abs(b - d) <= 1e-9 * d + 1e-15 and abs(a - c) <= 1e-9 * c + 1e-15
 
 
 def test_product_split_with_a_large_point_mass_is_still_a_bracket():

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import pldshuffle as ps
-from pldshuffle.randomizers import OUE, HadamardResponse, KaryRR
+from pldshuffle.randomizers import OUE, HadamardResponse, KaryRR, SubsetSelection
 
 
 def _no_family(mechanism):
@@ -16,11 +16,14 @@ def _no_family(mechanism):
 
 
 def test_blanket_pair_beyond_the_memory_cap_is_refused_before_any_work():
-    """Hadamard response at n = 1e5: its (N1, N2) enumeration holds ~300 MiB per value of B; a 256 MiB cap
-    (half for the pairs) refuses it up front, naming the estimate and how to shrink the request."""
-    mechanism = ps.ShuffledLDP(10**5, randomizer=HadamardResponse(64, 1.0), reduction="blanket")
-    assert mechanism.blanket_pair.methods == ("grouped",)
+    """1-subset selection (a tilted trinomial over every B) at n = 1e5 holds gigabytes of support; a 256 MiB
+    cap (half for the pairs) refuses it up front, naming the estimate and how to shrink the request.  (The
+    (N1, N2) evaluation of Hadamard response holds only ~20 MiB since it bins each value of B's points
+    straight onto the mixture lattice.)"""
+    mechanism = ps.ShuffledLDP(10**5, randomizer=SubsetSelection(32, 1, 4.0), reduction="blanket")
+    assert mechanism.blanket_pair.methods == ("trinomial",)
     assert mechanism.family_bytes() > 2**28 / 2
+    assert ps.ShuffledLDP(10**5, randomizer=HadamardResponse(64, 1.0), reduction="blanket").family_bytes() < 64 * 2**20
     acc = ps.FourierAccountant(max_memory_bytes=2**28).compose(mechanism)
     acc._family = _no_family
     with warnings.catch_warnings():

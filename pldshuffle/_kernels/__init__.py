@@ -36,6 +36,7 @@ __all__ = [
     "compiled",
     "configure_numba_cache",
     "connect_the_dots",
+    "dependent_fixed_b_cells",
     "fill_tilted_points",
     "hockey_stick_profile",
     "jit",
@@ -180,4 +181,4 @@ from .binomial import binomial_log_rows, binomial_walk, rr_pair_from_noise, two_
 from .profile import connect_the_dots, hockey_stick_profile, largest_upper_profiles, lower_hull, max_shifted_sum, merge_to_lattice, profile_at_points, rounding_mgf  # noqa: E402
 from .tilted import bin_points, fill_tilted_points, stream_tilted_points  # noqa: E402
 from .clones import clone_fill_support, clone_loss_range, clone_stream  # noqa: E402
-from .blanket import participation_weights  # noqa: E402
+from .blanket import dependent_fixed_b_cells, participation_weights  # noqa: E402

@@ -19,14 +19,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln
 
 from .._reporting import build_progress
-from ..pld import LossDistribution, PrivacyLossPair, log_ratio_error
-from .._kernels import UNIT_ROUNDOFF
+from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
+from .._kernels import UNIT_ROUNDOFF, dependent_fixed_b_cells
+from .._kernels.binomial import EXACT_PMF_ULPS
 from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
 from ._blanket_model import HitModel, MatrixTypes
 from ._krr_support import tilted_trinomial_support, tilted_windows
@@ -36,10 +38,12 @@ __all__ = [
     "DEFAULT_GROUP_TOLERANCE",
     "MAX_ENUMERATED_POINTS",
     "MIXTURE_BINS",
+    "LatticeCells",
     "LatticeMixture",
     "b_points",
     "enumerated_pair",
     "fixed_b_bounds",
+    "fixed_b_cells",
     "hit_width",
     "grouped_bounds",
     "trinomial_bounds",
@@ -53,6 +57,14 @@ DEFAULT_GROUP_TOLERANCE = 5e-5
 MIXTURE_BINS = 2**16
 #: The mixture lattice never holds more cells than this (wider ranges of unlikely groups get coarser cells).
 MAX_MIXTURE_CELLS = 2**22
+#: Tail of the windows of the two conditional binomials that :func:`fixed_b_cells` walks for the start values
+#: of its recurrence (what they drop is booked relative to the least start value, ~1e-37 for Hadamard response at b = 1e4–1e5).
+DOT_WINDOW_TAIL = 1e-60
+#: :func:`fixed_b_cells` falls back to :func:`fixed_b_bounds` when its masses' relative error bound exceeds
+#: this: half of :data:`~pldshuffle.pld.MASS_RTOL`, the relative slack every mass gets where δ is evaluated
+#: (the rest covers the mixture's sums, ≤ groups·u, and Boost's row masses, ≤ 1e-13 below 1e6 trials).  The
+#: bound is ~4e-12 at b = 6e3 and ~1.4e-11 at b = 6e4 (Hadamard response), mostly the recurrence's growth.
+DEPENDENT_MASS_RTOL = 0.5 * MASS_RTOL
 #: :func:`enumerated_pair` refuses to enumerate more type-count vectors than this.
 MAX_ENUMERATED_POINTS = 2_000_000
 
@@ -60,6 +72,22 @@ MAX_ENUMERATED_POINTS = 2_000_000
 # ---------------------------------------------------------------------------------------------
 # mixing fixed-B pairs on one lattice
 # ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LatticeCells:
+    """A loss distribution already binned onto the cells ``[z_j, z_{j+1})``, ``z_j = j·spacing``, of a
+    :class:`LatticeMixture`: per cell ``j0 + i`` the P-mass ``mass[i]`` and the ``e^{-s}``-moment relative to
+    the cell's left end ``tilt[i]`` (``Σ m·expm1(-(s - z_j))``), as :meth:`LatticeMixture.add` bins points;
+    plus the masses at ``+inf`` and truncated and the losses' error bound (of the points before binning)."""
+
+    spacing: float
+    j0: int
+    mass: NDArray[np.float64]
+    tilt: NDArray[np.float64]
+    infinity_mass: float = 0.0
+    truncated_mass: float = 0.0
+    loss_error: float = 0.0
 
 
 class LatticeMixture:
@@ -81,16 +109,32 @@ class LatticeMixture:
         self.truncated = 0.0
         self.loss_error = 0.0
 
-    def add(self, dist: LossDistribution, weight: float) -> None:
-        """Add ``weight · dist``."""
+    def add(self, dist: LossDistribution | LatticeCells, weight: float) -> None:
+        """Add ``weight · dist`` (points, or cells already on this lattice)."""
         self.infinity += weight * dist.infinity_mass
         self.truncated += weight * dist.truncated_mass
         self.loss_error = max(self.loss_error, dist.loss_error)
+        if isinstance(dist, LatticeCells):
+            if dist.spacing != self.spacing:
+                raise ValueError("internal error: cells of another lattice")
+            if dist.mass.size and weight != 0.0:
+                at = self._grow(dist.j0, dist.j0 + dist.mass.size - 1)
+                self.mass[at : at + dist.mass.size] += weight * dist.mass
+                self.tilt[at : at + dist.mass.size] += weight * dist.tilt
+            return
         if dist.losses.size == 0 or weight == 0.0:
             return
         h = self.spacing
         j = np.floor(dist.losses / h).astype(np.int64)
-        lo, hi = int(j.min()), int(j.max())
+        self._grow(int(j.min()), int(j.max()))
+        offset = np.clip(dist.losses - j * h, 0.0, h)
+        m = weight * dist.masses
+        idx = j - self.j0
+        self.mass += np.bincount(idx, weights=m, minlength=self.mass.size)
+        self.tilt += np.bincount(idx, weights=m * np.expm1(-offset), minlength=self.mass.size)
+
+    def _grow(self, lo: int, hi: int) -> int:
+        """Extend the lattice to cells ``lo .. hi``; returns the index of cell ``lo``."""
         if self.mass.size == 0:
             self.j0, self.mass, self.tilt = lo, np.zeros(hi - lo + 1), np.zeros(hi - lo + 1)
         elif lo < self.j0 or hi >= self.j0 + self.mass.size:
@@ -100,11 +144,7 @@ class LatticeMixture:
             mass[self.j0 - new_j0 : self.j0 - new_j0 + self.mass.size] = self.mass
             tilt[self.j0 - new_j0 : self.j0 - new_j0 + self.tilt.size] = self.tilt
             self.j0, self.mass, self.tilt = new_j0, mass, tilt
-        offset = np.clip(dist.losses - j * h, 0.0, h)
-        m = weight * dist.masses
-        idx = j - self.j0
-        self.mass += np.bincount(idx, weights=m, minlength=self.mass.size)
-        self.tilt += np.bincount(idx, weights=m * np.expm1(-offset), minlength=self.mass.size)
+        return lo - self.j0
 
     def _cells(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         # Rounding of the accumulated moments is covered by lattice_distributions' relative slack; the
@@ -156,6 +196,50 @@ def trinomial_bounds(n: int, model: HitModel, tail_mass: float, context: str, ad
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _FixedB:
+    """The truncated support of the fixed-``B`` pair (:func:`fixed_b_bounds`): rows ``k`` of ``N1`` with
+    their ``P``-masses, the windows of the two binomials of ``N2 | N1 = k``, the dropped mass and ``ℓ``."""
+
+    m: int
+    alpha: float
+    beta: float
+    k: NDArray[np.int64]
+    mass_k: NDArray[np.float64]
+    a_lo: NDArray[np.int64]
+    a_hi: NDArray[np.int64]
+    b_lo: NDArray[np.int64]
+    b_hi: NDArray[np.int64]
+    dropped: float
+    ell: Callable[[NDArray[np.float64] | float], NDArray[np.float64]]
+
+
+def _fixed_b_support(b: int, model: HitModel, tail_mass: float) -> _FixedB:
+    """Windows and row masses of the fixed-``B`` pair at ``b`` (:func:`fixed_b_bounds`); O(W1) Boost calls."""
+    m, a, p1 = b + 1, model.gain, model.hit_probability
+    alpha = model.pi11 / p1 if p1 > 0.0 else 0.0
+    beta = min(1.0, model.pi10 / (1.0 - p1)) if p1 < 1.0 else 0.0
+    lo, hi, q0, q1 = (int(v[0]) if i < 2 else float(v[0]) for i, v in enumerate(tilted_windows(np.array([m]), p1, tail_mass)))
+    k = np.arange(lo, hi + 1, dtype=np.int64)
+    denom = m * (1.0 + a * p1)
+    t0, t1 = 1.0 / (1.0 + a * p1), (1.0 + a) / (1.0 + a * p1)
+    dropped = t0 * q0 + t1 * q1
+    mass_k = np.exp(binomial_logpmf(k, m, p1)) * ((m + a * k) / denom)  # P(N1 = k)
+    a_lo, a_hi = binomial_windows(k, alpha, tail_mass)
+    b_lo, b_hi = binomial_windows(m - k, beta, tail_mass)
+    drop_a = binomial_cdf(a_lo - 1, k, alpha) + binomial_sf(a_hi, k, alpha)
+    drop_b = binomial_cdf(b_lo - 1, m - k, beta) + binomial_sf(b_hi, m - k, beta)
+    dropped += float(np.sum(mass_k * (drop_a + drop_b)))
+    ell = lambda v: np.log1p(a * (v - m * p1) / denom)  # noqa: E731
+    return _FixedB(m, alpha, beta, k, mass_k, a_lo, a_hi, b_lo, b_hi, min(dropped, 1.0), ell)
+
+
+def _fixed_b_loss_error(largest: float) -> float:
+    """Error bound of the losses ``ℓ(N1) - ℓ(N2)`` of absolute value at most ``largest``: ``ℓ`` is log1p of a
+    quotient of a few rounded operations (relative error ≤ 8u of the argument), two per loss."""
+    return 2.0 * log_ratio_error(largest, 8.0 * UNIT_ROUNDOFF)
+
+
 def fixed_b_bounds(b: int, model: HitModel, tail_mass: float) -> tuple[LossDistribution, LossDistribution]:
     """The blanket pair with ``B = b`` revealed, any hit law, exactly on a truncated support (``lower is upper``).
 
@@ -168,36 +252,72 @@ def fixed_b_bounds(b: int, model: HitModel, tail_mass: float) -> tuple[LossDistr
     Truncation: ``N1`` to the window of :func:`~._krr_support.tilted_windows` (drops ``t0·q0 + t1·q1`` of
     ``P``), each conditional binomial to its window of tail ``tail_mass`` (dropping, exactly, ``T(k)`` times
     their tails); booked.  O(W1·(WA + WB)) points and O(W1·WA·WB) time for windows of widths ``W``
-    (~b^{3/2}): fine up to ``b`` of a few thousands.
+    (~b^{3/2}), in Python with Boost pmfs: the reference of :func:`fixed_b_cells` (the kernel that
+    :class:`~pldshuffle.mechanisms.blanket.BlanketPair` uses).
     """
-    m, a, p1 = b + 1, model.gain, model.hit_probability
-    alpha = model.pi11 / p1 if p1 > 0.0 else 0.0
-    beta = min(1.0, model.pi10 / (1.0 - p1)) if p1 < 1.0 else 0.0
-    lo, hi, q0, q1 = (int(v[0]) if i < 2 else float(v[0]) for i, v in enumerate(tilted_windows(np.array([m]), p1, tail_mass)))
-    k = np.arange(lo, hi + 1, dtype=np.int64)
-    denom = m * (1.0 + a * p1)
-    t0, t1 = 1.0 / (1.0 + a * p1), (1.0 + a) / (1.0 + a * p1)
-    dropped = t0 * q0 + t1 * q1
-    tilt_k = np.exp(binomial_logpmf(k, m, p1)) * ((m + a * k) / denom)  # P(N1 = k)
-    a_lo, a_hi = binomial_windows(k, alpha, tail_mass)
-    b_lo, b_hi = binomial_windows(m - k, beta, tail_mass)
-    drop_a = binomial_cdf(a_lo - 1, k, alpha) + binomial_sf(a_hi, k, alpha)
-    drop_b = binomial_cdf(b_lo - 1, m - k, beta) + binomial_sf(b_hi, m - k, beta)
-    dropped += float(np.sum(tilt_k * (drop_a + drop_b)))
+    sup = _fixed_b_support(b, model, tail_mass)
+    k, m = sup.k, sup.m
     losses, masses = [], []
-    ell = lambda v: np.log1p(a * (v - m * p1) / denom)  # noqa: E731
     for i in range(k.size):
-        pa = binomial_pmf(np.arange(a_lo[i], a_hi[i] + 1), k[i], alpha)
-        pb = binomial_pmf(np.arange(b_lo[i], b_hi[i] + 1), m - k[i], beta)
-        n2 = a_lo[i] + b_lo[i] + np.arange(pa.size + pb.size - 1)
-        masses.append(tilt_k[i] * np.convolve(pa, pb))
-        losses.append(ell(float(k[i])) - ell(n2.astype(np.float64)))
+        pa = binomial_pmf(np.arange(sup.a_lo[i], sup.a_hi[i] + 1), k[i], sup.alpha)
+        pb = binomial_pmf(np.arange(sup.b_lo[i], sup.b_hi[i] + 1), m - k[i], sup.beta)
+        n2 = sup.a_lo[i] + sup.b_lo[i] + np.arange(pa.size + pb.size - 1)
+        masses.append(sup.mass_k[i] * np.convolve(pa, pb))
+        losses.append(sup.ell(float(k[i])) - sup.ell(n2.astype(np.float64)))
     loss = np.concatenate(losses)
-    # ℓ: log1p of a quotient of a few rounded operations (relative error ≤ 8u of the argument); two per loss.
-    error = 2.0 * log_ratio_error(float(np.max(np.abs(loss), initial=0.0)), 8.0 * UNIT_ROUNDOFF)
+    error = _fixed_b_loss_error(float(np.max(np.abs(loss), initial=0.0)))
     # Boost pmfs (MASS_RTOL) and direct convolutions of positive terms (≤ width·u relative).
-    exact = LossDistribution(loss, np.concatenate(masses), truncated_mass=min(dropped, 1.0), loss_error=error)
+    exact = LossDistribution(loss, np.concatenate(masses), truncated_mass=sup.dropped, loss_error=error)
     return exact, exact
+
+
+def fixed_b_cells(
+    b: int, model: HitModel, tail_mass: float, spacing: float
+) -> tuple[LatticeCells, LatticeCells] | tuple[LossDistribution, LossDistribution]:
+    """The pair of :func:`fixed_b_bounds` binned onto the mixture cells of width ``spacing`` (``(cells,
+    cells)``: lower is upper), by the kernel :func:`~pldshuffle._kernels.dependent_fixed_b_cells`: no Boost
+    call per point and O(1) work per point instead of a convolution.
+
+    The same rows of ``N1`` with the same masses, and for each the pmf of ``N2 = A + C`` on the same support
+    ``[a_lo + b_lo, a_hi + b_hi]``, now the *full* law of ``A + C`` there (the three-term recurrence of its
+    generating function started from dot products of windows of tail :data:`DOT_WINDOW_TAIL`): at least the
+    windowed convolution of :func:`fixed_b_bounds` and short of the full law by at most what lies outside
+    that support, ``≤ P[A ∉ window] + P[C ∉ window]``, which is booked (truncated) exactly as there.
+    The pmfs of ``A`` and ``C`` are walked by their ratio recurrences from Boost's value at each window's
+    mode.  Every point mass has a relative error bound (anchors, walks, dot products, the windows' drop
+    over the least start value, the recurrence's growth); where it exceeds :data:`DEPENDENT_MASS_RTOL` (or
+    ``α`` or ``β`` is 0 or 1) the pair is that of :func:`fixed_b_bounds` instead.  The losses are those of
+    :func:`fixed_b_bounds` (the same ``ℓ``), bound the same way.  O(W1·(WA + WB)) time, a few ns per point
+    on two threads, O(cells + W) memory.
+    """
+    sup = _fixed_b_support(b, model, tail_mass)
+    if not (0.0 < sup.alpha < 1.0 and 0.0 < sup.beta < 1.0):
+        return fixed_b_bounds(b, model, tail_mass)
+    k, m = sup.k, sup.m
+    windows = []
+    for trials, prob in ((k, sup.alpha), (m - k, sup.beta)):
+        lo, hi = binomial_windows(trials, prob, DOT_WINDOW_TAIL)
+        anchor = np.clip(np.floor((trials + 1) * prob).astype(np.int64), lo, hi)
+        windows.append((lo, hi, anchor, binomial_pmf(anchor, trials, prob)))
+    first, last = sup.a_lo + sup.b_lo, sup.a_hi + sup.b_hi
+    n_lo, n_hi = int(first.min()), int(last.max())
+    ell_n = sup.ell(np.arange(n_lo, n_hi + 1, dtype=np.float64))
+    ell_k = sup.ell(k.astype(np.float64))
+    # ℓ increases, and rounded differences are monotone: the extreme losses are those of the extreme rows.
+    smallest, largest = float(ell_k[0] - ell_n[-1]), float(ell_k[-1] - ell_n[0])
+    j0 = int(math.floor(smallest / spacing)) - 1
+    size = int(math.floor(largest / spacing)) - j0 + 2
+    mass, tilt, walk_error, least, growth = dependent_fixed_b_cells(
+        m, int(k[0]), sup.mass_k, sup.alpha, sup.beta, windows[0], windows[1], (first, last), ell_k, ell_n, n_lo, spacing, j0, size,
+    )
+    # Relative error of every value of N2's pmf: the two anchors (Boost at the modes), the walks and dot
+    # products, what the dot windows drop (≤ 2·DOT_WINDOW_TAIL) over the least start value, the recurrence.
+    missing = 2.0 * DOT_WINDOW_TAIL / (least * (1.0 - 1e-6)) if least > 0.0 else math.inf
+    if 2.0 * (EXACT_PMF_ULPS + 1) * UNIT_ROUNDOFF + walk_error + missing + growth > DEPENDENT_MASS_RTOL:
+        return fixed_b_bounds(b, model, tail_mass)
+    error = _fixed_b_loss_error(max(abs(smallest), abs(largest)))
+    cells = LatticeCells(float(spacing), j0, mass, tilt, truncated_mass=sup.dropped, loss_error=error)
+    return cells, cells  # exact: lower is upper
 
 
 def hit_width(b: int, model: HitModel, tail_mass: float) -> float:
@@ -240,7 +360,7 @@ def grouped_bounds(
     gamma: float,
     tail_mass: float,
     tolerance: float,
-    fixed: Callable[[int, float], tuple[LossDistribution, LossDistribution]],
+    fixed: Callable[[int, float], tuple[LossDistribution, LossDistribution] | tuple[LatticeCells, LatticeCells]],
     width: Callable[[int], float],
     log_ratio: float,
     bins: int = MIXTURE_BINS,
@@ -293,7 +413,7 @@ def grouped_bounds(
     w_up *= 1.0 - upper_zero_atom
     w_low *= lower_scale
     tick = build_progress(f"blanket pair: {points.size} groups of B")
-    previous: tuple[LossDistribution, LossDistribution] | None = None
+    previous: tuple[LossDistribution, LossDistribution] | tuple[LatticeCells, LatticeCells] | None = None
     for i, b in enumerate(points.tolist()):
         tick(i / points.size)
         current = fixed(b, spacing)

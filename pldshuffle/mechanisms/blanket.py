@@ -52,7 +52,7 @@ from ._blanket_support import (
     b_points,
     enumerated_pair,
     enumerated_size,
-    fixed_b_bounds,
+    fixed_b_cells,
     grouped_bounds,
     hit_width,
     trinomial_bounds,
@@ -79,8 +79,10 @@ MAX_FACTOR_POINTS = 5e7
 #: Plans estimated to take longer than this are refused (``ShuffledLDP`` then falls back to the clone pair).
 MAX_BLANKET_SECONDS = 3600.0
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
-_PRODUCT_GROUP_SECONDS, _GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 0.005, 2e-8
-_CONVOLUTION_SECONDS, _POINT_SECONDS = 1e-9, 1e-7
+_PRODUCT_GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 2e-8
+#: ... of the (N1, N2) evaluation (:func:`~._blanket_support.fixed_b_cells`): per value of ``B`` evaluated, the
+#: Boost window searches, and per point of its support (the recurrence and the binning, two threads).
+_GROUP_SECONDS, _DEPENDENT_POINT_SECONDS = 0.035, 2e-8
 #: Bytes of :meth:`BlanketPair.family_bytes`: per point of an evaluation (its loss and mass, their lattice
 #: copies), and the mixture lattices (two accumulators of mass and moment, two distributions of loss and
 #: mass, at four times MIXTURE_BINS cells).
@@ -96,6 +98,25 @@ def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
     b = (n - 1) * model.gamma
     widths = [z * math.sqrt(max(v, 0.0)) + 1.0 for v in (b * (1.0 - model.gamma), b * 2.0 * model.pi10, b * model.pi10)]
     return 0.5 * math.prod(widths)
+
+
+def _dependent_points(b: float, model: HitModel, tail_mass: float) -> float:
+    """Support of the fixed-``B`` pair at ``b`` (:func:`~._blanket_support.fixed_b_cells`): the window of ``N1``
+    times that of ``N2 | N1`` (``A + C``, their windows' widths added)."""
+    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
+    p1 = model.hit_probability
+    alpha = model.pi11 / p1 if p1 > 0.0 else 0.0
+    beta = min(1.0, model.pi10 / (1.0 - p1)) if p1 < 1.0 else 0.0
+    w1 = z * math.sqrt(b * p1 * (1.0 - p1)) + 1.0
+    w2 = z * (math.sqrt(b * p1 * alpha * (1.0 - alpha)) + math.sqrt(b * (1.0 - p1) * beta * (1.0 - beta))) + 2.0
+    return w1 * w2
+
+
+def _dependent_seconds(n: int, model: HitModel, tail_mass: float, tolerance: float) -> float:
+    """Estimated seconds of the (N1, N2) evaluation over the groups of ``B`` (2 cores): per value of ``B``
+    evaluated, :data:`_GROUP_SECONDS` and :data:`_DEPENDENT_POINT_SECONDS` per support point at the mode of ``B``."""
+    groups = b_points(n, model.gamma, tail_mass, tolerance).size
+    return groups * (_GROUP_SECONDS + _DEPENDENT_POINT_SECONDS * _dependent_points((n - 1) * model.gamma, model, tail_mass))
 
 
 def check_participation(value: object) -> float:
@@ -244,8 +265,7 @@ class BlanketPair:
         elif width > MAX_FACTOR_POINTS:
             return f"windows of about {width:.3g} hit counts per value of B, more than {MAX_FACTOR_POINTS:.3g}"
         if plan.method == "grouped":
-            groups = b_points(n, model.gamma, DEFAULT_TAIL_MASS, self.group_tolerance).size
-            seconds = groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+            seconds = _dependent_seconds(n, model, DEFAULT_TAIL_MASS, self.group_tolerance)
             if seconds > MAX_BLANKET_SECONDS:
                 return f"an estimated {seconds:.3g} s of enumeration (hits of both inputs are dependent), more than {MAX_BLANKET_SECONDS:g} s"
         return ""
@@ -311,8 +331,9 @@ class BlanketPair:
     def build_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
         """Rough seconds of :meth:`pair_bounds` on a 2-core machine, O(groups) (for the accountant's warning).
 
-        Calibrated on OUE/Hadamard/kRR runs: ~30 ms per group of ``B`` for the product evaluation, ~20 ns per
-        support point of each fixed-``B`` trinomial (plus ~50 ms of set-up per group) for the grouped one.
+        Calibrated on OUE/Hadamard/kRR runs: ~10 ms per group of ``B`` for the product evaluation; for the
+        (N1, N2) one ~20 ns per point of each fixed-``B`` support plus ~35 ms of window searches per group
+        (Hadamard response and subset selection at n = 1e4: 5-20 s on a loaded 2-core machine).
         """
         total = 0.0
         for plan in self._plans:
@@ -334,18 +355,15 @@ class BlanketPair:
                 if plan.method == "product":
                     total += _PRODUCT_GROUP_SECONDS * groups
                 else:
-                    b = (self.num_users - 1) * model.gamma
-                    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
-                    width = z * math.sqrt(b * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
-                    total += groups * (_GROUP_SECONDS + _CONVOLUTION_SECONDS * width**3 + _POINT_SECONDS * width**2)
+                    total += _dependent_seconds(self.num_users, model, tail_mass, self.group_tolerance)
         return total
 
     def family_bytes(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
         """A-priori bytes held while :meth:`pair_bounds` runs, summed over the victim pairs; O(1) per pair.
 
         Per pair: the mixture lattices of the grouped evaluations (:data:`_MIXTURE_BYTES`), plus the largest
-        transient arrays, :data:`_BYTES_PER_POINT` per point: the ``(N1, N2)`` enumeration at the largest
-        ``B`` of the window (``W·2W`` points, ``W`` the window of ``N1``), the tilted trinomial's support,
+        transient arrays, :data:`_BYTES_PER_POINT` per point: the ``(N1, N2)`` evaluation's cells of one fixed
+        ``B`` (per thread) and windows, the tilted trinomial's support,
         or the enumerated type counts (``types + 4`` numbers each); the weak kRR pair's own estimate.
         """
         total = 0.0
@@ -367,7 +385,7 @@ class BlanketPair:
                 assert model is not None
                 b = min(n - 1.0, (n - 1) * model.gamma + z * math.sqrt((n - 1) * model.gamma * (1.0 - model.gamma)) + 1.0)
                 width = z * math.sqrt((b + 1.0) * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
-                total += _MIXTURE_BYTES + _BYTES_PER_POINT * 2.0 * width * width
+                total += _MIXTURE_BYTES + 8.0 * 2.0 * 3.0 * MIXTURE_BINS + _BYTES_PER_POINT * width  # the fixed pair's cells (two threads)
             else:  # product, participation, laplace: factor laws of a few thousand cells per evaluation
                 total += _MIXTURE_BYTES
         return total
@@ -428,7 +446,7 @@ class BlanketPair:
         else:
             lower, upper = grouped_bounds(
                 n, model.gamma, tail, self.group_tolerance,
-                lambda b, _h: fixed_b_bounds(b, model, tail),
+                lambda b, h: fixed_b_cells(b, model, tail, h),
                 lambda b: hit_width(b, model, tail), model.log_ratio,
             )
         if lower is upper:
