@@ -12,7 +12,8 @@ numba dispatcher in every kernel module's namespace (so jitted kernels calling e
 too, resolve to dispatchers) the first time any kernel is needed, and a module's ``_fma`` by LLVM's fused
 multiply-add.  Submodules by topic: :mod:`.profile` (lattice hockey-stick profiles, rounding MGFs),
 :mod:`.tilted` (kRR tilted trinomial pairs, lattice cells), :mod:`.clones` (clone pairs) and
-:mod:`.binomial` (2RR binomial windows and sums of two binomials).
+:mod:`.binomial` (2RR binomial windows and sums of two binomials), on the double-double arithmetic of
+:mod:`.double_double`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,6 +11,7 @@ from numpy.typing import NDArray
 from . import UNIT_ROUNDOFF as _U
 from . import compiled as _compiled
 from . import jit as _jit
+from .double_double import _dd_over, _dd_over_dd, _dd_times, _dd_times_dd, _fma, _two_sum
 
 __all__ = [
     "DOT_BLOCK",
@@ -22,68 +22,6 @@ __all__ = [
     "two_binomial_pmf",
     "window_dot_error",
 ]
-
-
-def _fma(a: float, b: float, c: float) -> float:
-    """``a·b + c`` rounded once.  Jitted kernels get LLVM's fused multiply-add instead (installed by
-    :func:`pldshuffle._kernels.compiled`); this plain-Python version is exact by rationals."""
-    return float(Fraction(a) * Fraction(b) + Fraction(c))
-
-
-@_jit(inline="always")
-def _two_product(a, b):  # pragma: no cover - jitted
-    """``a·b = p + e`` exactly (the error of a product is a double; one fused multiply-add finds it), unless
-    ``|a·b|`` is below ~1e-290, where ``e`` underflows: the walks stop at values far above that."""
-    p = a * b
-    return p, _fma(a, b, -p)
-
-
-@_jit(inline="always")
-def _two_sum(a, b):  # pragma: no cover - jitted
-    """Knuth's ``a + b = s + e`` exactly."""
-    s = a + b
-    v = s - a
-    return s, (a - (s - v)) + (b - v)
-
-
-@_jit(inline="always")
-def _fast_two_sum(a, b):  # pragma: no cover - jitted
-    """``a + b = s + e`` exactly when ``|a| ≥ |b|`` (normalises a double-double)."""
-    s = a + b
-    return s, b - (s - a)
-
-
-@_jit(inline="always")
-def _dd_times(ah, al, b):  # pragma: no cover - jitted
-    """Double-double times double, relative error ≤ 2u² (Joldes, Muller, Popescu, ACM TOMS 2017)."""
-    p, e = _two_product(ah, b)
-    return _fast_two_sum(p, e + al * b)
-
-
-@_jit(inline="always")
-def _dd_times_dd(ah, al, bh, bl):  # pragma: no cover - jitted
-    """Double-double product, relative error ≤ 7u² (ibid.)."""
-    p, e = _two_product(ah, bh)
-    return _fast_two_sum(p, e + (ah * bl + al * bh))
-
-
-@_jit(inline="always")
-def _dd_over(ah, al, b):  # pragma: no cover - jitted
-    """Double-double over double, relative error ≤ 12u² (ibid.'s algorithm, 3.5u², with one division: the
-    quotient and the correction, ~4u of it, are multiplied by the rounded reciprocal; ``ah - p`` stays
-    exact by Sterbenz, p being within 3u of ah)."""
-    inv = 1.0 / b
-    th = ah * inv
-    p, e = _two_product(th, b)
-    return _fast_two_sum(th, ((ah - p) - e + al) * inv)
-
-
-@_jit(inline="always")
-def _dd_over_dd(ah, al, bh, bl):  # pragma: no cover - jitted
-    """Double-double quotient, relative error ≤ 15u² + 56u³ (ibid.)."""
-    th = ah / bh
-    rh, rl = _dd_times(bh, bl, th)
-    return _fast_two_sum(th, ((ah - rh) + (al - rl)) / bh)
 
 
 #: Products summed plainly per block of the window dot products (the blocks' sums are compensated).

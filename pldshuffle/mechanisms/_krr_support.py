@@ -17,9 +17,11 @@ from numpy.typing import NDArray
 
 from .._kernels import binomial_log_rows, fill_tilted_points, num_threads, stream_tilted_points
 from ..pld import LossDistribution
-from ._binomial import binomial_cdf, binomial_logpmf, binomial_sf, binomial_windows
+from ._binomial import binomial_logpmf
 from ..pld.discretize import lattice_distributions
 from ._krr_numerics import _anchor_logpmf, _merged_loss_error, _nearly_sorting_permutation, _ratio_error, _tilted_loss_error
+from ._tilted_windows import tilted_windows
+from ._krr_merge import _group, _merge_outer, _merged_kernel_args
 from ._lattice import lattice_window, stream_in_pieces
 from .._reporting import build_progress
 
@@ -86,32 +88,6 @@ def with_zero_atom(dist: LossDistribution, weight: float, atom: float) -> LossDi
 # ---------------------------------------------------------------------------------------------
 # the shared builder
 # ---------------------------------------------------------------------------------------------
-
-
-def tilted_windows(
-    trials: NDArray[np.int64], prob: float, tail_mass: float | NDArray[np.float64]
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    r"""Windows for ``z ~ Bin(N, π)`` under an affine tilt, and the exact masses they drop.
-
-    With ``Z' ~ Bin(N-1, π)`` and its central window ``[lo', hi']`` (tail ``tail_mass``), the window is
-    ``[lo', hi' + 1]``; it drops at most ``tail_mass`` of both ``Bin(N, π) = Z' + Bern(π)`` and ``1 + Z'``.
-    A tilt affine in ``z`` is ``t(z) = t0 (N-z)/N + t1 z/N`` and, by ``z Bin(N,π)(z) = Nπ Bin(N-1,π)(z-1)``,
-
-    .. math:: \sum_{z \notin W} \mathrm{Bin}(N,π)(z)\, t(z) = t_0\, q_0 + t_1\, q_1,\quad
-              q_0 = (1-π) P[Z' \notin W],\ q_1 = π P[Z' \notin W - 1],
-
-    which is at most ``tail_mass · E[t(z)]``.  Returns ``(lo, hi, q0, q1)`` (``q0 + q1`` is the untilted
-    dropped mass); ``N = 0`` gives ``[0, 0]`` and nothing dropped.
-    """
-    trials = np.asarray(trials, dtype=np.int64)
-    m = np.maximum(trials - 1, 0)
-    lo, hi = binomial_windows(m, prob, tail_mass)
-    positive = trials > 0
-    hi = np.where(positive, hi + 1, 0)
-    lo = np.where(positive, lo, 0)
-    q0 = np.where(positive, (1.0 - prob) * (binomial_cdf(lo - 1, m, prob) + binomial_sf(hi, m, prob)), 0.0)
-    q1 = np.where(positive, prob * (binomial_cdf(lo - 2, m, prob) + binomial_sf(hi - 1, m, prob)), 0.0)
-    return lo, hi, q0, q1
 
 
 def tilted_trinomial_support(
@@ -354,49 +330,6 @@ def merge_blocks(ratio: NDArray[np.float64], log_p: NDArray[np.float64]) -> NDAr
         return None
     starts = np.array(lefts[::-1] + starts, dtype=np.int64)
     return np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, size)))
-
-
-def _merge_outer(pair_u, pair_c, log_w, x_lo, x_hi, log_a, log_b, ratio, blocks) -> tuple:
-    """Merge pairs ``(u, c)`` over blocks of ``u`` into outcomes ``(block, c)`` (one chunk of pairs).
-
-    ``blocks[u]`` (:func:`merge_blocks`) groups consecutive ``u`` whose tilt ratios ``r = A/B`` agree within a
-    factor ``e^{MAX_MERGE_SPREAD}`` (``log_a``, ``log_b``, ``ratio``, ``blocks`` are indexed by ``u``).  The
-    outcomes ``(u, c, x)``, ``u`` in a block, become one outcome ``(block, c, x)`` with
-    ``P = Bin(c,1/2)(x)(α + βx)``, ``Q = Bin(c,1/2)(x)(α + β(c-x))``, ``α = Σ_u p(u,c) A(u)``,
-    ``β = Σ_u p(u,c) B(u)`` (a post-processing: the analyst forgets ``u`` within its block), over the
-    union of the members' x windows (points also counted as dropped are then counted twice: at most
-    ``tail_mass`` more mass, which only raises the upper bound and is a real sub-measure for the lower).
-    Its loss and the members' lie between the losses at the block's extreme ratios ``r_lo, r_hi``
-    (:func:`~pldshuffle._kernels.stream_tilted_points` uses them for the upper bound).  The loss varies
-    by a relative ~``MERGE_TOLERANCE`` within the blocks that hold the mass, and the number of points drops
-    by the block size.
-
-    Returns ``(block, c, α, β, x_lo, x_hi, r_lo, r_hi)`` per merged outcome; chunks of the same block
-    combine with :func:`_group`, and :func:`_merged_kernel_args` turns the result into kernel arguments.
-    O(K log K) for K pairs.
-    """
-    r = ratio[pair_u]
-    return _group(blocks[pair_u], pair_c, np.exp(log_w + log_a[pair_u]), np.exp(log_w + log_b[pair_u]), x_lo, x_hi, r, r)
-
-
-def _merged_kernel_args(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
-    """Kernel arguments ``(c, log_wa, x_lo, x_hi, log α, log β, α/β, r_lo, r_hi)`` of merged outcomes."""
-    with np.errstate(divide="ignore"):
-        log_alpha, log_beta = np.log(alpha), np.log(beta)
-    return c, _anchor_logpmf(c, x_lo, x_hi), x_lo, x_hi, log_alpha, log_beta, alpha / beta, r_lo, r_hi
-
-
-def _group(block, c, alpha, beta, x_lo, x_hi, r_lo, r_hi) -> tuple:
-    """Combine entries with equal ``(block, c)``: sum α and β, union the x windows and the ratio intervals."""
-    order = np.lexsort((c, block))
-    block, c = block[order], c[order]
-    first = np.flatnonzero(np.concatenate([[True], (block[1:] != block[:-1]) | (c[1:] != c[:-1])]))
-    return (
-        block[first], c[first],
-        np.add.reduceat(alpha[order], first), np.add.reduceat(beta[order], first),
-        np.minimum.reduceat(x_lo[order], first), np.maximum.reduceat(x_hi[order], first),
-        np.minimum.reduceat(r_lo[order], first), np.maximum.reduceat(r_hi[order], first),
-    )
 
 
 def _streamed(

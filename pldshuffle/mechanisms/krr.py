@@ -70,13 +70,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import KW_ONLY, dataclass
-from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._krr_gamma import krr_local_epsilon, krr_log_excess, krr_log_gamma
-from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, check_size, show
+from .._validation import check_choice, check_int, check_num_users, check_positive_finite, check_probability, show
 from ..pld import PrivacyLossPair
 from ._krr_support import (
     ESTIMATE_LIMIT,
@@ -94,42 +93,15 @@ from ._krr_support import (
     tilted_trinomial_support,
     with_zero_atom,
 )
+from ._krr_adversaries import _ADVERSARIES, _CAVEATS, _MEANING, Adversary
 from ._krr_histogram import common_value_pairs
+from ._krr_sizing import check_request_size, size_estimates
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_PAIRS", "MAX_SUPPORT_POINTS", "MERGE_TOLERANCE", "STREAM_GRID_BINS", "ShuffledKRR"]
 
 #: Smallest supported per-value blanket probability ``γ/k`` (``ε0`` up to about 230).
 _MIN_G = 1e-100
-
-#: The views ``adversary`` may select (the command line lists them from this annotation).
-Adversary = Literal["weak", "strong", "khh21", "histogram"]
-_ADVERSARIES = get_args(Adversary)
-
-_MEANING = {
-    "weak": "weak adversary (KHH21 Def. 9: knows the other users' data and randomisation bits; exact "
-    "(b, n1, n2) pair): strict bounds on the worst case over all neighbouring datasets",
-    "strong": "strong adversary (also knows whether the differing user randomised; exact pair with the "
-    "γ atom): strict bounds on the worst case over all neighbouring datasets, dominating 'weak'",
-    "khh21": "KHH21 figure-code pair (strong pair without the γ atom): a valid but looser upper bound, "
-    "kept to reproduce KHH21's figures",
-    "histogram": "histogram-only analyst on the dataset pairs (1,3..3) vs (2,3..3) and (1,1..1) vs (2,1..1): "
-    "exact for those pairs, i.e. a LOWER bound on the worst case, not a guarantee",
-}
-
-_CAVEATS = {
-    "weak": (),
-    "strong": (),
-    "khh21": (
-        "adversary='khh21' reproduces the pair of KHH21's figure code (the strong-adversary pair without "
-        "the atom of mass gamma at loss 0); it is a valid upper bound but looser than adversary='strong'.",
-    ),
-    "histogram": (
-        "adversary='histogram' is exact only for the dataset pairs (1,3,..,3) vs (2,3,..,3) and (1,1,..,1) vs "
-        "(2,1,..,1) seen through the output histogram (the worse of the two is reported): it is a LOWER bound "
-        "on the mechanism's worst-case privacy loss, not a guarantee.",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -246,40 +218,8 @@ class ShuffledKRR(ShuffleMechanism):
         return self._size_estimates(check_probability("tail_mass", tail_mass))[1]
 
     def _size_estimates(self, tail: float) -> tuple[float, float, float]:
-        """``(cells, points, merged)``: the estimated cells ``(u, c)`` (``weak``/``histogram``; 1 otherwise),
-        support points (:meth:`support_estimate`) and the points to stream: all of them up to
-        ``UNMERGED_STREAM_LIMIT``, else those left after merging blocks of the outer coordinate
-        ``Bin(N, π)`` (``merge_blocks``: about ``5.7 σ/(MERGE_TOLERANCE · Nπ)`` blocks where its mass is,
-        ``σ² = Nπ(1-π)``, and one per ``MAX_MERGE_SPREAD · Nπ`` values in its tails; counted over its whole
-        window, an over-estimate)."""
-        n, k = float(self.num_users), self.domain_size
-        gamma = self.blanket_probability
-        g = gamma / k
-        z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail))
-
-        def width(trials: float, prob: float) -> float:
-            return z * math.sqrt(max(trials * prob * (1.0 - prob), 0.0)) + 1.0
-
-        if self.adversary in ("strong", "khh21"):
-            points = width(n, 2 * g) * width(2 * n * g, 0.5)
-            return 1.0, points, points
-        if self.adversary == "weak":
-            outer = n * gamma
-            cells = width(n, gamma) * width(outer, 2.0 / k)
-            points = cells * width(2 * outer / k, 0.5)
-        else:
-            other = (k - 1) * g
-            outer = n * other
-            cells = width(n, other) * width(outer, 2.0 / (k - 1))
-            points = cells * width(2 * n * g, 0.5) + width(n, other) * width(outer, 1.0 / (k - 1))
-        if points <= UNMERGED_STREAM_LIMIT:
-            return cells, points, points
-        # Blocks of merge_blocks (log r moves by ~1/outer per step): ~5.7 σ/(MERGE_TOLERANCE·outer) where the
-        # mass is, at most one per MAX_MERGE_SPREAD·outer values elsewhere (over-counted: the whole window).
-        sigma = math.sqrt(max(outer * (1.0 - outer / n), 0.0))
-        window = width(n, outer / n)
-        blocks = 1.0 + 5.7 * sigma / (MERGE_TOLERANCE * outer) + window / (MAX_MERGE_SPREAD * outer)
-        return cells, points, points * min(1.0, blocks / window)
+        """``(cells, points, merged)`` of this request (:func:`~._krr_sizing.size_estimates`)."""
+        return size_estimates(self.num_users, self.domain_size, self.blanket_probability, self.adversary, tail)
 
     def family_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
         """Streaming the support (``POINT_SECONDS`` per estimated point) or, when the outer coordinate is
@@ -294,21 +234,8 @@ class ShuffledKRR(ShuffleMechanism):
         return PAIR_SECONDS * cells + MERGED_POINT_SECONDS * merged
 
     def _check_size(self, tail_mass: float) -> None:
-        """Refuse (ValueError) a request whose estimated cost is far above the limits: for ``weak`` and
-        ``histogram`` its cells beyond ``4 · MAX_MERGED_PAIRS`` or (unmerged) points beyond
-        :data:`ESTIMATE_LIMIT`, else its support points beyond :data:`ESTIMATE_LIMIT`.  The exact counts
-        are checked again before the per-cell work (``tilted_trinomial_support``)."""
-        request = (
-            f"ShuffledKRR(num_users={self.num_users}, domain_size={self.domain_size}, "
-            f"gamma={self.blanket_probability:.6g}, adversary={self.adversary!r}) at tail_mass={tail_mass:g}"
-        )
-        advice = "fewer users (num_users), a larger local_epsilon, or a larger tail_mass"
-        if self.adversary == "weak":
-            advice += ", or adversary='strong' (O(n) points, an upper bound on 'weak')"
-        cells, points, merged = self._size_estimates(tail_mass)
-        if cells > 1.0:
-            check_size(cells, 4 * MAX_MERGED_PAIRS, what="cells (u, c)", request=request, advice=advice)
-        check_size(merged, ESTIMATE_LIMIT, what="support points", request=request, advice=advice)
+        """Refuse (ValueError) a request whose estimated cost is far above the limits (:func:`~._krr_sizing.check_request_size`)."""
+        check_request_size(self.num_users, self.domain_size, self.blanket_probability, self.adversary, tail_mass)
 
     # ------------------------------------------------------------------ parameters
     def _log_parameters(self) -> tuple[float, float]:

@@ -39,25 +39,20 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._kernels import UNIT_ROUNDOFF as _U
-from .._reporting import throttled_reporter
 from .._validation import MAX_SPACING, check_delta, check_epsilons, check_positive_finite
-from .composition import Factor, Realization, realize, window
 from .distributions import MASS_RTOL, PrivacyLossPair, infinity_apart
-from .fft import fast_size, get_backend
+from .fft import get_backend
 from .inversion import invert
 from .composites import Composite, ProductLower, direct_realization
-from .far_atoms import FarSplit, MixtureComposite, NarrowFactor, split_combination
-from .lattice import LatticeDirection, Term, compose_infinity, lower_direction, shift_certificate, upper_direction
+from .composition import Factor, Realization
+from .far_atoms import FarSplit, MixtureComposite, narrow_direction, split_combination
+from .lattice import LatticeDirection, Term, compose_infinity, lower_direction, upper_direction
 from .sizing import BYTES_PER_POINT, PLAN_BYTES_PER_POINT, TAIL_TOLERANCE, MemoryBudgetError, _check_memory
+from .plans import Combination, Plan, loss_shift as _loss_shift, plan_windows, realize_window
 from .tilts import choose_tilts
 
 __all__ = ["CertifiedPLD", "MemoryBudgetError", "invert"]
 
-#: A combination of terms: one lattice measure per term and the rounds it is composed.
-Combination = list[tuple[LatticeDirection, int]]
-#: Certified shifts, their penalties and the ``(θ, first index, size)`` of each realisation window.
-Plan = tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, int, int]]]
 LowerEnd = Composite | MixtureComposite | ProductLower
 
 
@@ -162,7 +157,6 @@ class CertifiedPLD:
     def symmetric(self) -> bool:
         return all(len(t.upper) == 1 and all(len(w) == 1 for w in t.lower) for t in self.terms)
 
-    # ------------------------------------------------------------------ queries
     # ------------------------------------------------------------------ queries
     def delta_bounds(self, epsilon: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Certified ``(lower, upper)`` arrays on δ at each ``ε ≥ 0``.
@@ -319,23 +313,8 @@ class CertifiedPLD:
         return plans
 
     def _plan(self, combo: Combination, part: str, tilts: list[float]) -> Plan:
-        """Certified shifts, their penalties and the ``(θ, first index, size)`` of each realisation window of
-        one combination (no window when its finite part is empty or it has one round: no FFT)."""
-        shifts, penalties = np.zeros(1), np.zeros(1)
-        if part == "lower" and all(d.finite_mass > 0.0 for d, _ in combo):
-            shifts, penalties = shift_certificate(combo, self.spacing)
-        windows = []
-        if all(d.finite_mass > 0.0 for d, _ in combo) and sum(n for _, n in combo) > 1:
-            factors = [d.factor(n) for d, n in combo]
-            for theta in tilts:
-                # Not widened down to ε = 0: below its start a window's upper values add the mass it misses
-                # there (Realization.bottom_mass, ≤ TAIL_TOLERANCE at θ = 0), where a window from 0 held a
-                # million rounds' mean loss in lattice points (2RR n = 1000, ε0 = 8, 1e6 rounds: ε ≈ 5.5e6,
-                # coarsened to Δ ≈ 1 to fit; gap 9 %).
-                lo, hi = window(factors, self.spacing, theta, TAIL_TOLERANCE)
-                lo_index = int(math.floor(lo / self.spacing)) - 1
-                windows.append((theta, lo_index, fast_size(int(math.ceil(hi / self.spacing)) + 2 - lo_index)))
-        return shifts, penalties, windows
+        """:func:`~pldshuffle.pld.plans.plan_windows` of one combination on this lattice."""
+        return plan_windows(combo, self.spacing, part, tilts)
 
     def _far_split(self, combo: Combination) -> tuple[FarSplit, list[Combination]] | None:
         """The combination as a binomial mixture of narrow compositions where it has rare far losses
@@ -347,7 +326,7 @@ class CertifiedPLD:
                 split = split_combination([(d.start, d.masses, n) for d, n in combo], self.spacing, TAIL_TOLERANCE)
             found = None
             if split is not None:
-                found = (split, [[(_narrow_direction(combo[p.origin][0], p), p.count) for p in parts] for *_, parts in split.terms])
+                found = (split, [[(narrow_direction(combo[p.origin][0], p), p.count) for p in parts] for *_, parts in split.terms])
             self._cache[key] = found
         return cast("tuple[FarSplit, list[Combination]] | None", self._cache[key])
 
@@ -411,43 +390,7 @@ class CertifiedPLD:
         return Composite(tuple(reals), infinity, relative, shifts, penalties, loss_shift=loss_shift)
 
     def _realize_window(self, factors: list[Factor], theta: float, lo_index: int, size: int, spacing: float | None = None) -> Realization:
-        """:func:`~pldshuffle.pld.composition.realize` within the memory cap (checked before allocating), on the
-        ledger's lattice or a coarser ``spacing``."""
-        spacing = self.spacing if spacing is None else spacing
-        backend = get_backend(self.fft_backend, size)
-        sizes = cast(set[int], self._cache.setdefault("sizes", set()))
-        # Every new window size adds a pair of cached FFTW plans with their buffers.
-        if "bytes" not in self._cache:  # the terms are held from the first window on
-            self._cache["bytes"] = self._terms_bytes()
-        held = cast(int, self._cache["bytes"]) + (PLAN_BYTES_PER_POINT * size if backend.name == "pyfftw" and size not in sizes else 0)
-        _check_memory(size, self.max_memory_bytes, spacing, held)
-        throttled_reporter()(lambda: f"composition: realising a window of {size:,} points (tilt θ = {theta:.3g})")
-        real = realize(factors, spacing, theta, lo_index, size, backend)
-        self._cache["bytes"] = held + size * BYTES_PER_POINT
-        sizes.add(size)
-        return real
-
-
-
-def _narrow_direction(direction: LatticeDirection, part: NarrowFactor) -> LatticeDirection:
-    """One side of ``direction`` in a narrow composition (:mod:`pldshuffle.pld.far_atoms`): finite masses only
-    (the combination's mass at +∞ is added once, by the mixture), each round's loss error kept (the lower
-    end reads n·error further right, as for the whole), and a bound on the side's rounding offsets: the
-    whole's moment generating function less ``log_side`` (each term of it is non-negative), 0 for the far
-    side (offsets are ≥ 0); the mean only places the shifts tried."""
-    log_mgf, mean = None, 0.0
-    if direction.offset_log_mgf is not None:
-        if part.log_side is None:
-            log_mgf = np.zeros_like(direction.offset_log_mgf)
-        else:
-            log_mgf = direction.offset_log_mgf - part.log_side + 1e-12  # covers the subtraction's rounding
-            mean = direction.offset_mean * math.exp(-part.log_side)
-    return LatticeDirection(part.start, part.masses, 0.0, log_mgf, mean, loss_error=direction.loss_error)
-
-
-def _loss_shift(combo: list[tuple[LatticeDirection, int]]) -> float:
-    """How much further right a lower composition of ``combo`` is read: its witnesses' losses may exceed
-    the exact ones by their loss error, every round (the sum rounded up)."""
-    return math.fsum(n * d.loss_error for d, n in combo) * (1.0 + 4.0 * _U * len(combo))
-
-
+        """:func:`~pldshuffle.pld.plans.realize_window` within this composition's memory cap, on the ledger's
+        lattice or a coarser ``spacing``."""
+        return realize_window(factors, theta, lo_index, size, self.spacing if spacing is None else spacing, fft_backend=self.fft_backend,
+                              max_memory_bytes=self.max_memory_bytes, cache=self._cache, terms_bytes=self._terms_bytes)

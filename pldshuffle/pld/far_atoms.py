@@ -45,7 +45,7 @@ from .composites import Composite
 from .composition import Factor, Realization, window
 from .lattice import LatticeDirection
 
-__all__ = ["MAX_SPLIT_ROUNDS", "MAX_TERMS", "RARE_MASS", "SKIP_WEIGHT", "WHOLE_POINTS", "FarSplit", "NarrowFactor", "MixtureComposite", "mixture_width", "split_combination"]
+__all__ = ["MAX_SPLIT_ROUNDS", "MAX_TERMS", "RARE_MASS", "SKIP_WEIGHT", "WHOLE_POINTS", "FarSplit", "NarrowFactor", "MixtureComposite", "mixture_width", "narrow_direction", "split_combination"]
 
 #: At most this many narrow compositions per combination (the product of the kept numbers of far atoms).
 MAX_TERMS = 160
@@ -302,3 +302,18 @@ class MixtureComposite:
         slack = 1.0 + 2.0 * _U * (len(measures) + 2)
         return LatticeDirection(first, masses * slack, min(1.0, infinity * slack))
 
+
+def narrow_direction(direction: LatticeDirection, part: NarrowFactor) -> LatticeDirection:
+    """One side of ``direction`` in a narrow composition (:mod:`pldshuffle.pld.far_atoms`): finite masses only
+    (the combination's mass at +∞ is added once, by the mixture), each round's loss error kept (the lower
+    end reads n·error further right, as for the whole), and a bound on the side's rounding offsets: the
+    whole's moment generating function less ``log_side`` (each term of it is non-negative), 0 for the far
+    side (offsets are ≥ 0); the mean only places the shifts tried."""
+    log_mgf, mean = None, 0.0
+    if direction.offset_log_mgf is not None:
+        if part.log_side is None:
+            log_mgf = np.zeros_like(direction.offset_log_mgf)
+        else:
+            log_mgf = direction.offset_log_mgf - part.log_side + 1e-12  # covers the subtraction's rounding
+            mean = direction.offset_mean * math.exp(-part.log_side)
+    return LatticeDirection(part.start, part.masses, 0.0, log_mgf, mean, loss_error=direction.loss_error)
