@@ -144,10 +144,11 @@ def combine(a: RatioLaw, b: RatioLaw, grid: NDArray[np.float64], *, weight_a: fl
     return _finish(grid, mass, moment, a.upper, mass_error, location_error)
 
 
-def average_law(step: RatioLaw, copies: int, grid_for: Callable[[int], NDArray[np.float64]],
-                progress: Callable[[str], None] | None = None) -> RatioLaw:
-    """Law of the average of ``copies`` independent copies of ``step`` by binary powering; ``grid_for(n)`` is
-    the grid of an average of ``n`` copies.  O(log(copies)·N²)."""
+def _binary_power(step: RatioLaw, copies: int, merge: Callable[[RatioLaw, RatioLaw, int, int], RatioLaw],
+                  squared: Callable[[int], None] | None = None) -> RatioLaw:
+    """Combine ``copies`` independent copies of ``step`` by binary powering (``copies = Σ 2^j``):
+    ``merge(a, b, n_a, n_b)`` is the law of the combination of ``n_a`` and ``n_b`` copies; ``squared(n)`` is
+    called after each squaring reaches ``n`` copies.  O(log(copies)) merges."""
     acc: RatioLaw | None = None
     acc_n, power, power_n, rest = 0, step, 1, copies
     while True:
@@ -155,39 +156,35 @@ def average_law(step: RatioLaw, copies: int, grid_for: Callable[[int], NDArray[n
             if acc is None:
                 acc, acc_n = power, power_n
             else:
-                total = acc_n + power_n
-                acc = combine(acc, power, grid_for(total), weight_a=acc_n / total)
-                acc_n = total
+                acc = merge(acc, power, acc_n, power_n)
+                acc_n += power_n
         rest >>= 1
         if not rest:
             break
-        power = combine(power, power, grid_for(2 * power_n))
+        power = merge(power, power, power_n, power_n)
         power_n *= 2
-        if progress is not None:
-            progress(f"random allocation: averages of {power_n} of {copies} steps")
+        if squared is not None:
+            squared(power_n)
     assert acc is not None
     return acc
+
+
+def average_law(step: RatioLaw, copies: int, grid_for: Callable[[int], NDArray[np.float64]],
+                progress: Callable[[str], None] | None = None) -> RatioLaw:
+    """Law of the average of ``copies`` independent copies of ``step`` by binary powering; ``grid_for(n)`` is
+    the grid of an average of ``n`` copies.  O(log(copies)·N²)."""
+
+    def merge(a: RatioLaw, b: RatioLaw, n_a: int, n_b: int) -> RatioLaw:
+        return combine(a, b, grid_for(n_a + n_b), weight_a=n_a / (n_a + n_b))  # 0.5 exactly for a squaring
+
+    squared = None if progress is None else (lambda n: progress(f"random allocation: averages of {n} of {copies} steps"))
+    return _binary_power(step, copies, merge, squared)
 
 
 def power_law(step: RatioLaw, copies: int, grid_for: Callable[[int], NDArray[np.float64]]) -> RatioLaw:
     """Law of the product of ``copies`` independent copies of ``step`` (the likelihood ratio of their
     composition) by binary powering.  O(log(copies)·N²)."""
-    acc: RatioLaw | None = None
-    acc_n, power, power_n, rest = 0, step, 1, copies
-    while True:
-        if rest & 1:
-            if acc is None:
-                acc, acc_n = power, power_n
-            else:
-                acc_n += power_n
-                acc = combine(acc, power, grid_for(acc_n), product=True)
-        rest >>= 1
-        if not rest:
-            break
-        power_n *= 2
-        power = combine(power, power, grid_for(power_n), product=True)
-    assert acc is not None
-    return acc
+    return _binary_power(step, copies, lambda a, b, n_a, n_b: combine(a, b, grid_for(n_a + n_b), product=True))
 
 
 # ----------------------------------------------------------------------------- Gaussian steps
