@@ -352,6 +352,29 @@ def test_binomial_windows_at_scale_match_the_definition(prob):
         assert np.all(stats.binom.sf(hi[inner_hi] - 1, trials[inner_hi], prob) > tail / 2 * (1 - slack))
 
 
+@pytest.mark.parametrize("prob", [0.5, 0.3, 0.97, 1e-3])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sampled_windows_of_consecutive_trials_keep_their_tails(prob, descending):
+    """binomial_windows_sampled (the blanket pair's rows of consecutive trial counts) gives every entry a
+    window whose tails hold at most tail/2 each (checked with scipy), at most stride·p + 2 values wider
+    than its own; shorter runs are searched entry by entry."""
+    from pldshuffle.mechanisms._binomial import binomial_windows_sampled
+
+    for start, count in ((0, 300), (5_000, 1_000), (123_456, 777), (40, 20)):
+        trials = np.arange(start, start + count, dtype=np.int64)
+        if descending:
+            trials = trials[::-1].copy()
+        for tail in (1e-18, 1e-60):
+            lo, hi = binomial_windows_sampled(trials, prob, tail)
+            own_lo, own_hi = binomial_windows(trials, prob, tail)
+            assert np.all(lo <= own_lo) and np.all(hi >= own_hi) and np.all(hi <= trials) and np.all(lo >= 0)
+            assert np.all((own_lo - lo) + (hi - own_hi) <= 2 * (16 * prob + 2))
+            assert np.all(stats.binom.cdf(lo - 1, trials, prob) <= tail / 2 * (1 + 2e-5))
+            assert np.all(stats.binom.sf(hi, trials, prob) <= tail / 2 * (1 + 2e-5))
+    with pytest.raises(ValueError, match="consecutive"):
+        binomial_windows_sampled(np.arange(0, 200, 2, dtype=np.int64), 0.5, 1e-18)
+
+
 @pytest.mark.parametrize("prob", [0.5, 0.3, 2.0 / 3.0, 1e-3])
 def test_binomial_log_rows_against_mpmath(prob):
     """The rows of log-pmfs the kRR layout walks (double-double, from each row's mode) are within 1e-13 of

@@ -25,6 +25,7 @@ __all__ = [
     "binomial_sf",
     "binomial_window",
     "binomial_windows",
+    "binomial_windows_sampled",
     "two_binomial_tails",
 ]
 
@@ -127,6 +128,35 @@ def binomial_windows(
         b[act[ok]] = mid[ok]
         a[act[~ok]] = mid[~ok] + 1
     return lo, a
+
+
+def binomial_windows_sampled(trials: NDArray[np.int64], prob: float, tail_mass: float, stride: int = 16) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Windows of tail at most ``tail_mass`` for a run of *consecutive* trial counts (``trials`` steps by
+    +1 or -1), from :func:`binomial_windows` at every ``stride``-th entry (and the last).
+
+    ``Bin(t, p)`` increases stochastically with ``t``: the lower end of the sampled entry with the fewest
+    trials at or below ``t`` and the upper end of the one with the most trials at or above ``t`` leave at
+    most ``tail_mass/2`` out on each side (at most ``stride·p`` values wider than the entry's own window).
+    O(K/stride) entries searched, O(K) work.
+    """
+    trials = np.asarray(trials, dtype=np.int64)
+    if trials.size <= 2 * stride:
+        return binomial_windows(trials, prob, tail_mass)
+    steps = np.diff(trials)
+    if not (np.all(steps == 1) or np.all(steps == -1)):
+        raise ValueError("internal error: sampled windows need consecutive trial counts")
+    at = np.unique(np.append(np.arange(0, trials.size, stride), trials.size - 1))
+    lo_s, hi_s = binomial_windows(trials[at], prob, tail_mass)
+    # entry i lies between samples at[s] and at[s + 1]: their lower and upper ends bracket its own
+    s = np.minimum(np.searchsorted(at, np.arange(trials.size), side="right") - 1, at.size - 2)
+    first, second = s, s + 1
+    exact = at[s] == np.arange(trials.size)
+    if steps[0] == 1:  # ascending: the earlier sample has fewer trials
+        lo, hi = lo_s[first], hi_s[second]
+    else:
+        lo, hi = lo_s[second], hi_s[first]
+    lo, hi = np.where(exact, lo_s[first], lo), np.where(exact, hi_s[first], hi)
+    return np.minimum(lo, trials), np.minimum(hi, trials)
 
 
 #: Half-width of the brackets around the Cornish-Fisher guesses of :func:`binomial_windows` (a guess is

@@ -29,7 +29,7 @@ from .._reporting import build_progress
 from ..pld import MASS_RTOL, LossDistribution, PrivacyLossPair, log_ratio_error
 from .._kernels import UNIT_ROUNDOFF, dependent_fixed_b_cells
 from .._kernels.binomial import EXACT_PMF_ULPS
-from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window, binomial_windows
+from ._binomial import binomial_cdf, binomial_logpmf, binomial_pmf, binomial_sf, binomial_window, binomial_windows, binomial_windows_sampled
 from ._blanket_model import HitModel, MatrixTypes
 from ._krr_support import tilted_trinomial_support, tilted_windows
 from ..pld.discretize import lattice_distributions
@@ -225,8 +225,8 @@ def _fixed_b_support(b: int, model: HitModel, tail_mass: float) -> _FixedB:
     t0, t1 = 1.0 / (1.0 + a * p1), (1.0 + a) / (1.0 + a * p1)
     dropped = t0 * q0 + t1 * q1
     mass_k = np.exp(binomial_logpmf(k, m, p1)) * ((m + a * k) / denom)  # P(N1 = k)
-    a_lo, a_hi = binomial_windows(k, alpha, tail_mass)
-    b_lo, b_hi = binomial_windows(m - k, beta, tail_mass)
+    a_lo, a_hi = binomial_windows_sampled(k, alpha, tail_mass)
+    b_lo, b_hi = binomial_windows_sampled(m - k, beta, tail_mass)
     drop_a = binomial_cdf(a_lo - 1, k, alpha) + binomial_sf(a_hi, k, alpha)
     drop_b = binomial_cdf(b_lo - 1, m - k, beta) + binomial_sf(b_hi, m - k, beta)
     dropped += float(np.sum(mass_k * (drop_a + drop_b)))
@@ -296,7 +296,7 @@ def fixed_b_cells(
     k, m = sup.k, sup.m
     windows = []
     for trials, prob in ((k, sup.alpha), (m - k, sup.beta)):
-        lo, hi = binomial_windows(trials, prob, DOT_WINDOW_TAIL)
+        lo, hi = binomial_windows_sampled(trials, prob, DOT_WINDOW_TAIL)
         anchor = np.clip(np.floor((trials + 1) * prob).astype(np.int64), lo, hi)
         windows.append((lo, hi, anchor, binomial_pmf(anchor, trials, prob)))
     first, last = sup.a_lo + sup.b_lo, sup.a_hi + sup.b_hi
