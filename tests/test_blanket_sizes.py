@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import pldshuffle as ps
-from pldshuffle.randomizers import OUE, HadamardResponse, KaryRR, SubsetSelection
+from pldshuffle.randomizers import OUE, Finite, HadamardResponse, KaryRR, SubsetSelection
 
 
 def _no_family(mechanism):
@@ -16,13 +17,18 @@ def _no_family(mechanism):
 
 
 def test_blanket_pair_beyond_the_memory_cap_is_refused_before_any_work():
-    """1-subset selection (a tilted trinomial over every B) at n = 1e5 holds gigabytes of support; a 256 MiB
-    cap (half for the pairs) refuses it up front, naming the estimate and how to shrink the request.  (The
-    (N1, N2) evaluation of Hadamard response holds only ~20 MiB since it bins each value of B's points
-    straight onto the mixture lattice.)"""
-    mechanism = ps.ShuffledLDP(10**5, randomizer=SubsetSelection(32, 1, 4.0), reduction="blanket")
-    assert mechanism.blanket_pair.methods == ("trinomial",)
+    """A finite randomizer with 10 output types enumerated exactly at n = 14 (1.96e6 type-count vectors of
+    10 counts) holds ~220 MB; a 256 MiB cap (half for the pairs) refuses it up front, naming the estimate
+    and how to shrink the request.  The tilted trinomial (1-subset selection at n = 1e5, sized as the weak
+    kRR pair) and the (N1, N2) evaluation of Hadamard response stream their points onto lattices and hold
+    little."""
+    rng = np.random.default_rng(3)
+    M = rng.random((2, 10)) + 0.05
+    M /= M.sum(axis=1, keepdims=True)
+    mechanism = ps.ShuffledLDP(14, randomizer=Finite(M), reduction="blanket")
+    assert mechanism.blanket_pair.methods == ("enumerated",)
     assert mechanism.family_bytes() > 2**28 / 2
+    assert ps.ShuffledLDP(10**5, randomizer=SubsetSelection(32, 1, 4.0), reduction="blanket").family_bytes() < 64 * 2**20
     assert ps.ShuffledLDP(10**5, randomizer=HadamardResponse(64, 1.0), reduction="blanket").family_bytes() < 64 * 2**20
     acc = ps.FourierAccountant(max_memory_bytes=2**28).compose(mechanism)
     acc._family = _no_family

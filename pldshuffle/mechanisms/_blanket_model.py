@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from ..randomizers.base import Randomizer
 from ..randomizers.named import RAPPOR, OUE, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
-__all__ = ["HitModel", "MatrixTypes", "hit_model", "hit_model_of_types", "matrix_types"]
+__all__ = ["HitModel", "MatrixTypes", "hit_model", "hit_model_of_types", "matrix_types", "spread_hit_model"]
 
 #: Hit models with a larger ``log E`` are left to enumeration (``E - 1`` must be a finite double).
 MAX_LOG_RATIO = 500.0
@@ -212,6 +212,36 @@ def hit_model_of_types(types: MatrixTypes) -> HitModel | None:
         return None
     pi10 = 0.5 * (pi[1, 0] + pi[0, 1])
     return HitModel(types.gamma, math.log(high) - math.log(low), float(pi[1, 1]), float(pi10))
+
+
+def spread_hit_model(types: MatrixTypes) -> HitModel | None:
+    """A :class:`HitModel` whose blanket pair dominates the blanket pair of ``types`` (any victim pair of a
+    finite randomizer without victim-only outputs), or ``None`` (victim-only outputs, identical rows, or
+    ratios too far apart).
+
+    Each type's ratios ``(r1, r2)`` are spread to the two levels ``lo`` and ``hi`` (the least and largest
+    ratio of the pair, both inputs): ``r_j`` becomes ``hi`` with probability ``w_j = (r_j - lo)/(hi - lo)``
+    and ``lo`` otherwise, the two coupled comonotonically (``hi`` for both with probability
+    ``min(w1, w2)``, which keeps the two sums as close as the marginals allow).  Each item's ratios keep
+    their means, so the exact pair is a post-processing of the spread one (resample the types given the
+    levels: their conditional law is the same under both hypotheses) -- proof in
+    docs/mathematics.md#blanket-spread.  The levels are a hit model with ``E = hi/lo``; ``ω(hit x1 only)
+    = ω(hit x2 only)`` because ``Σ_y ω(y) r_j(y) = Σ_y R(x_j)(y) = 1`` for both inputs.  O(types).
+    """
+    if types.victim_p.size or types.gamma <= 0.0 or types.prob.size == 0:
+        return None
+    low = float(min(types.r1.min(), types.r2.min()))
+    high = float(max(types.r1.max(), types.r2.max()))
+    if not high > low * (1.0 + TYPE_RTOL) or math.log(high) - math.log(low) > MAX_LOG_RATIO:
+        return None
+    w1 = np.clip((types.r1 - low) / (high - low), 0.0, 1.0)
+    w2 = np.clip((types.r2 - low) / (high - low), 0.0, 1.0)
+    both = np.minimum(w1, w2)
+    pi11 = float(np.sum(types.prob * both))
+    pi10, pi01 = float(np.sum(types.prob * (w1 - both))), float(np.sum(types.prob * (w2 - both)))
+    if not math.isclose(pi10, pi01, rel_tol=1e-9, abs_tol=1e-15):
+        return None  # the two inputs' ratios must have the same mean (rows summing to one)
+    return HitModel(types.gamma, math.log(high) - math.log(low), pi11, 0.5 * (pi10 + pi01))
 
 
 def participating_matrix(matrix: NDArray[np.float64], q: float) -> NDArray[np.float64]:

@@ -12,18 +12,22 @@ from __future__ import annotations
 import math
 
 from .._validation import check_size
-from ._krr_support import ESTIMATE_LIMIT, MAX_MERGE_SPREAD, MAX_MERGED_PAIRS, MERGE_TOLERANCE, UNMERGED_STREAM_LIMIT
+from ._krr_support import (
+    ESTIMATE_LIMIT, EXACT_SUPPORT_LIMIT, MAX_MERGE_SPREAD, MAX_MERGED_PAIRS, MERGE_TOLERANCE, MERGED_POINT_SECONDS, PAIR_SECONDS,
+    POINT_SECONDS, UNMERGED_STREAM_LIMIT,
+)
 
-__all__ = ["check_request_size", "size_estimates"]
+__all__ = ["check_request_size", "size_estimates", "stream_seconds"]
 
 
-def size_estimates(num_users: int, domain_size: int, gamma: float, adversary: str, tail: float) -> tuple[float, float, float]:
+def size_estimates(num_users: int, domain_size: float, gamma: float, adversary: str, tail: float) -> tuple[float, float, float]:
     """``(cells, points, merged)``: the estimated cells ``(u, c)`` (``weak``/``histogram``; 1 otherwise),
     support points (``ShuffledKRR.support_estimate``) and the points to stream: all of them up to
     ``UNMERGED_STREAM_LIMIT``, else those left after merging blocks of the outer coordinate
     ``Bin(N, π)`` (``merge_blocks``: about ``5.7 σ/(MERGE_TOLERANCE · Nπ)`` blocks where its mass is,
     ``σ² = Nπ(1-π)``, and one per ``MAX_MERGE_SPREAD · Nπ`` values in its tails; counted over its whole
-    window, an over-estimate)."""
+    window, an over-estimate).  ``domain_size`` may be fractional: the blanket pair's tilted trinomials
+    are the weak pair with ``k = 1/π10``."""
     n, k = float(num_users), domain_size
     g = gamma / k
     z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail))
@@ -69,3 +73,16 @@ def check_request_size(num_users: int, domain_size: int, gamma: float, adversary
     if cells > 1.0:
         check_size(cells, 4 * MAX_MERGED_PAIRS, what="cells (u, c)", request=request, advice=advice)
     check_size(merged, ESTIMATE_LIMIT, what="support points", request=request, advice=advice)
+
+
+def stream_seconds(cells: float, points: float, merged: float) -> float:
+    """Seconds of :func:`~._krr_support.tilted_trinomial_support` for the estimates of :func:`size_estimates`:
+    streaming the support (``POINT_SECONDS`` per point) or, when the outer coordinate is merged, laying out
+    its cells ``(u, c)`` (``PAIR_SECONDS`` each: window searches, log-pmfs, the merge) and streaming the
+    merged points (``MERGED_POINT_SECONDS`` each); supports of at most ``EXACT_SUPPORT_LIMIT`` points cost
+    nothing noticeable.  O(1)."""
+    if points <= EXACT_SUPPORT_LIMIT:
+        return 0.0
+    if merged == points:
+        return POINT_SECONDS * points
+    return PAIR_SECONDS * cells + MERGED_POINT_SECONDS * merged

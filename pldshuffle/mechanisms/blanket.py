@@ -24,10 +24,13 @@ convolution of :mod:`._blanket_product` over groups of ``B`` for product hit law
 RAPPOR and local hashing at large domains), and with participation ``q < 1`` the same product pairs over
 groups of the number of non-void reports with a chord over the voids' share (:mod:`._blanket_participation`);
 an (N1, N2) enumeration per group of ``B`` otherwise (Hadamard response, subset selection, local hashing
-with a large point mass); exact enumeration of type counts for small finite randomizers; for the
+with a large point mass); exact enumeration of type counts for small finite randomizers, and for larger
+ones a dominating hit model of their types spread to two ratio levels
+(:func:`~._blanket_model.spread_hit_model`); for the
 continuous :class:`~pldshuffle.randomizers.Laplace` randomizer, the certified discretisation of its ratio
 sums in :mod:`._blanket_laplace` (victim inputs at the interval's ends).  When none applies (a finite
-randomizer with many types and many users) it says so (:attr:`BlanketPair.unavailable`) and
+randomizer with outputs only some inputs give, many types and many users; or more than
+:data:`MAX_VICTIM_PAIRS` distinct victim pairs) it says so (:attr:`BlanketPair.unavailable`) and
 :class:`~pldshuffle.ShuffledLDP` falls back to the
 labelled clone pair.
 """
@@ -44,7 +47,7 @@ from ..pld import PrivacyLossPair
 from ..randomizers.base import Randomizer
 from ..randomizers.continuous import Laplace
 from ..randomizers.named import BinaryRR, KaryRR
-from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, victim_pairs
+from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, spread_hit_model, victim_pairs
 from ._blanket_support import (
     DEFAULT_GROUP_TOLERANCE,
     MAX_ENUMERATED_POINTS,
@@ -60,14 +63,21 @@ from ._blanket_support import (
 from ._blanket_laplace import laplace_bounds, laplace_seconds
 from ._blanket_participation import NODE_OFFSETS, participation_bounds, participation_window_points
 from ._blanket_product import product_bounds
-from ._krr_support import MAX_SUPPORT_POINTS
+from ._krr_sizing import size_estimates, stream_seconds
+from ._krr_support import ESTIMATE_LIMIT, EXACT_SUPPORT_LIMIT, MAX_MERGED_PAIRS
 from .base import DEFAULT_TAIL_MASS
 
-__all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "check_participation"]
+__all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "SPREAD_CAVEAT", "check_participation"]
 
 #: A finite randomizer with more distinct victim pairs than this is not analysed by the blanket pair (the
 #: envelope would build one pair per victim pair): :class:`ShuffledLDP` falls back to the clone pair.
 MAX_VICTIM_PAIRS = 64
+#: Caveat of a blanket pair evaluated on spread types (:attr:`BlanketPair.spread`).
+SPREAD_CAVEAT = (
+    "finite randomizer with many distinct ratio pairs: its blanket pair is evaluated with each output type's "
+    "ratios spread to the pair's least and largest ratio (mean-preserving, so the spread pair dominates the exact "
+    "blanket pair); the bracket is that of the spread pair, an upper bound on the exact blanket pair's ε"
+)
 #: Product hit laws use the product evaluation when the point mass ``λ`` of their split costs at most this
 #: much probability (``n·λ``, see :mod:`._blanket_product`: the lower pair loses a fraction ``≤ n·λ`` of its
 #: mass, moving ε by far less than the 1e-4 gap), otherwise the (N1, N2) enumeration.
@@ -79,7 +89,7 @@ MAX_FACTOR_POINTS = 5e7
 #: Plans estimated to take longer than this are refused (``ShuffledLDP`` then falls back to the clone pair).
 MAX_BLANKET_SECONDS = 3600.0
 #: Calibration of :meth:`BlanketPair.build_seconds` (2 CPU cores).
-_PRODUCT_GROUP_SECONDS, _TRINOMIAL_POINT_SECONDS = 0.01, 2e-8
+_PRODUCT_GROUP_SECONDS = 0.01
 #: ... of the (N1, N2) evaluation (:func:`~._blanket_support.fixed_b_cells`): per value of ``B`` evaluated, the
 #: Boost window searches, and per point of its support (the walks, the recurrence and the binning, two
 #: threads).  Least squares over Hadamard response, subset selection and OUE d = 32 at n = 1e4 and 1e5,
@@ -94,12 +104,10 @@ _MIXTURE_BYTES = 8.0 * 8.0 * 4.0 * MIXTURE_BINS
 _PRODUCT_EVALUATION_SECONDS, _WINDOW_POINT_SECONDS = 0.0025, 5e-9
 
 
-def _trinomial_points(n: int, model: HitModel, tail_mass: float) -> float:
-    """Rough support of :func:`~._blanket_support.trinomial_bounds`: the box of its three windows, halved."""
-    z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
-    b = (n - 1) * model.gamma
-    widths = [z * math.sqrt(max(v, 0.0)) + 1.0 for v in (b * (1.0 - model.gamma), b * 2.0 * model.pi10, b * model.pi10)]
-    return 0.5 * math.prod(widths)
+def _trinomial_sizes(n: int, model: HitModel, tail_mass: float) -> tuple[float, float, float]:
+    """``(cells, points, merged)`` of :func:`~._blanket_support.trinomial_bounds`: the weak kRR pair's
+    estimates (:func:`~._krr_sizing.size_estimates`) with ``k = 1/π10``, the same tilted trinomial."""
+    return size_estimates(n, 1.0 / model.pi10, model.gamma, "weak", tail_mass)
 
 
 def _dependent_points(b: float, model: HitModel, tail_mass: float) -> float:
@@ -138,6 +146,7 @@ class _Plan:
     types: object | None = None
     victims: tuple[int, int] = (0, 1)
     base: HitModel | None = None  # "participation": the randomizer's own model (model is R_q's)
+    spread: bool = False  # model is the two-level spread of the pair's types (spread_hit_model)
 
 
 @dataclass(frozen=True)
@@ -232,13 +241,16 @@ class BlanketPair:
                        tuple(np.round(types.victim_p, 14)), tuple(np.round(types.victim_q, 14)))
                 if key not in plans:
                     size = enumerated_size(n, types.prob.size)
-                    if size > MAX_ENUMERATED_POINTS:
+                    if size <= MAX_ENUMERATED_POINTS:
+                        plans[key] = _Plan("enumerated", types=types, victims=(x1, x2))
+                    elif (spread := spread_hit_model(types)) is not None:
+                        plans[key] = self._hit_plan(spread, (x1, x2), spread=True)
+                    else:
                         return (), (
-                            f"victim pair {(x1, x2)} has {types.prob.size} output types (distinct ratio pairs) and no hit "
-                            f"structure; enumerating their counts for n={n} visits {size:.3g} vectors, more than "
-                            f"{MAX_ENUMERATED_POINTS:,}"
+                            f"victim pair {(x1, x2)} has {types.prob.size} output types (distinct ratio pairs), no hit "
+                            f"structure and outputs only the victim can give; enumerating their counts for n={n} "
+                            f"visits {size:.3g} vectors, more than {MAX_ENUMERATED_POINTS:,}"
                         )
-                    plans[key] = _Plan("enumerated", types=types, victims=(x1, x2))
             if len(plans) > MAX_VICTIM_PAIRS:
                 return (), f"more than {MAX_VICTIM_PAIRS} distinct victim pairs"
         if not plans:
@@ -256,9 +268,11 @@ class BlanketPair:
         z = 2.0 * math.sqrt(2.0 * math.log(1.0 / DEFAULT_TAIL_MASS))
         width = z * math.sqrt(n * model.gamma * model.hit_probability * (1.0 - model.hit_probability)) + 1.0
         if plan.method == "trinomial":
-            points = _trinomial_points(n, model, DEFAULT_TAIL_MASS)
-            if points > 4 * MAX_SUPPORT_POINTS:
-                return f"about {points:.3g} support points, more than {4 * MAX_SUPPORT_POINTS:.3g}"
+            cells, _, merged = _trinomial_sizes(n, model, DEFAULT_TAIL_MASS)
+            if cells > 4 * MAX_MERGED_PAIRS:
+                return f"about {cells:.3g} cells (B, N1 + N2), more than {4 * MAX_MERGED_PAIRS:.3g}"
+            if merged > ESTIMATE_LIMIT:
+                return f"about {merged:.3g} support points, more than {ESTIMATE_LIMIT:.3g}"
         elif plan.method == "participation":
             seconds = self._plan_seconds(plan, DEFAULT_TAIL_MASS)
             if seconds > MAX_BLANKET_SECONDS:
@@ -284,14 +298,20 @@ class BlanketPair:
             return None
         return _Plan("participation", model_q, base=model)
 
-    def _hit_plan(self, model: HitModel, victims: tuple[int, int] = (0, 1)) -> _Plan:
+    def _hit_plan(self, model: HitModel, victims: tuple[int, int] = (0, 1), *, spread: bool = False) -> _Plan:
         if model.pi11 == 0.0:
-            return _Plan("trinomial", model, victims=victims)
+            return _Plan("trinomial", model, victims=victims, spread=spread)
         split = model.product_split()
         if split is not None:
             if self.num_users * split[1] <= PRODUCT_SLACK:
-                return _Plan("product", model, victims=victims)
-        return _Plan("grouped", model, victims=victims)
+                return _Plan("product", model, victims=victims, spread=spread)
+        return _Plan("grouped", model, victims=victims, spread=spread)
+
+    @property
+    def spread(self) -> bool:
+        """Whether some victim pair's types were spread to two ratio levels (:func:`~._blanket_model.spread_hit_model`):
+        its bracket is then that of a pair dominating the exact blanket pair (:data:`SPREAD_CAVEAT`)."""
+        return any(p.spread for p in self._plans)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -334,8 +354,9 @@ class BlanketPair:
         """Rough seconds of :meth:`pair_bounds` on a 2-core machine, O(groups) (for the accountant's warning).
 
         Calibrated on OUE/Hadamard/kRR runs: ~10 ms per group of ``B`` for the product evaluation; for the
-        (N1, N2) one ~20 ns per point of each fixed-``B`` support plus ~35 ms of window searches per group
-        (Hadamard response and subset selection at n = 1e4: 5-20 s on a loaded 2-core machine).
+        (N1, N2) one ~8 ns per point of each fixed-``B`` support plus ~4 ms of window searches per group
+        (Hadamard response and subset selection: 1-2 s at n = 1e4, 2-10 s at n = 1e5 on two idle cores;
+        the estimate is about 1.6 times that); the tilted trinomial as the weak kRR pair's.
         """
         total = 0.0
         for plan in self._plans:
@@ -347,7 +368,7 @@ class BlanketPair:
                 d = 2 if isinstance(self.randomizer, BinaryRR) else self.randomizer.domain_size  # type: ignore[attr-defined]
                 total += ShuffledKRR(self.num_users, d, local_epsilon=float(self.randomizer.local_epsilon)).family_seconds(tail_mass=tail_mass)
             elif plan.method == "trinomial":
-                total += _TRINOMIAL_POINT_SECONDS * _trinomial_points(self.num_users, plan.model, tail_mass)  # type: ignore[arg-type]
+                total += stream_seconds(*_trinomial_sizes(self.num_users, plan.model, tail_mass))  # type: ignore[arg-type]
             elif plan.method == "participation":
                 total += self._plan_seconds(plan, tail_mass)
             elif plan.method in ("product", "grouped"):
@@ -381,7 +402,8 @@ class BlanketPair:
                 types = plan.types.prob.size  # type: ignore[attr-defined]
                 total += 8.0 * (types + 4) * enumerated_size(n, types)
             elif plan.method == "trinomial":
-                total += _BYTES_PER_POINT * _trinomial_points(n, plan.model, tail_mass)  # type: ignore[arg-type]
+                # exact up to EXACT_SUPPORT_LIMIT points, streamed onto a lattice (in chunks) beyond
+                total += _BYTES_PER_POINT * min(_trinomial_sizes(n, plan.model, tail_mass)[1], EXACT_SUPPORT_LIMIT)  # type: ignore[arg-type]
             elif plan.method == "grouped":
                 model = plan.model
                 assert model is not None
@@ -396,6 +418,8 @@ class BlanketPair:
         """One line: the randomizer, n, participation and how the pair is evaluated."""
         part = f", participation q={self.participation:g}" if self.participation < 1.0 else ""
         how = ", ".join(sorted(set(self.methods))) or f"unavailable ({self.unavailable})"
+        if self.spread:
+            how += "; types spread to two ratio levels"
         return f"blanket pair of {self.randomizer.describe()}, n={self.num_users}{part} [{how}]"
 
     # ------------------------------------------------------------------ pairs
@@ -418,7 +442,7 @@ class BlanketPair:
 
     def _bounds(self, plan: _Plan, tail: float) -> tuple[PrivacyLossPair, PrivacyLossPair]:
         n = self.num_users
-        label = f"blanket pair, victim inputs {plan.victims}: {self.describe()}"
+        label = f"blanket pair, victim inputs {plan.victims}{' (types spread to two ratio levels)' if plan.spread else ''}: {self.describe()}"
         context = f"BlanketPair(num_users={n}, randomizer={self.randomizer.describe()}, participation={self.participation:g})"
         advice = "fewer users (num_users), a larger tail_mass, or reduction='randomizer'"
         if plan.method == "enumerated":

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from ._clone_layout import EXACT_SUPPORT_LIMIT, MAX_EXACT_SUPPORT, MAX_STREAMED_SUPPORT, STREAM_GRID_BINS, streaming_seconds, support_estimate
 from .._validation import check_choice, check_local_epsilon, check_num_users, check_real, check_size, show
 from ..randomizers.base import Randomizer
-from .blanket import BlanketPair, check_participation
+from .blanket import SPREAD_CAVEAT, BlanketPair, check_participation
 from ._clone_pairs import clone_pair, clone_pair_bounds, clone_support_size
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 from .labelled_clones import LabelledClonePair
@@ -343,6 +343,9 @@ class ShuffledLDP(ShuffleMechanism):
             bp = self._blanket_pair()
             if bp.methods == ("laplace",):
                 constants = "victim inputs at the domain's ends, certified discretisation of the ratio sums"
+            elif bp.spread:
+                constants = (f"{len(bp.methods)} victim pair(s), output types spread to two ratio levels (dominating); "
+                             f"first pair: {bp.model.describe() if bp.model is not None else 'enumerated'}")
             else:
                 constants = bp.model.describe() if bp.model is not None else f"{len(bp.methods)} victim pair(s), evaluated exactly"
         else:
@@ -373,6 +376,8 @@ class ShuffledLDP(ShuffleMechanism):
                        "pair 'randomizer' was used instead")
         if self.reduction == "blanket" and self._blanket_pair().methods == ("laplace",):
             caveats = (*caveats, LAPLACE_VICTIM_CAVEAT)
+        if self.reduction == "blanket" and self._blanket_pair().spread:
+            caveats = (*caveats, SPREAD_CAVEAT)
         if self.participation < 1.0 and self.reduction != "blanket":
             caveats = (*caveats, "participation: this clone reduction does not use it (the void report leaves its "
                        "constants unchanged); reduction='blanket' does")

@@ -85,9 +85,6 @@ from ._krr_support import (
     MAX_PAIRS,
     MAX_SUPPORT_POINTS,
     MERGE_TOLERANCE,
-    MERGED_POINT_SECONDS,
-    PAIR_SECONDS,
-    POINT_SECONDS,
     STREAM_GRID_BINS,
     UNMERGED_STREAM_LIMIT,
     tilted_trinomial_support,
@@ -95,7 +92,7 @@ from ._krr_support import (
 )
 from ._krr_adversaries import _ADVERSARIES, _CAVEATS, _MEANING, Adversary
 from ._krr_histogram import common_value_pairs
-from ._krr_sizing import check_request_size, size_estimates
+from ._krr_sizing import check_request_size, size_estimates, stream_seconds
 from .base import DEFAULT_TAIL_MASS, PairFamily, ShuffleMechanism
 
 __all__ = ["EXACT_SUPPORT_LIMIT", "MAX_PAIRS", "MAX_SUPPORT_POINTS", "MERGE_TOLERANCE", "STREAM_GRID_BINS", "ShuffledKRR"]
@@ -222,16 +219,8 @@ class ShuffledKRR(ShuffleMechanism):
         return size_estimates(self.num_users, self.domain_size, self.blanket_probability, self.adversary, tail)
 
     def family_seconds(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> float:
-        """Streaming the support (``POINT_SECONDS`` per estimated point) or, when the outer coordinate is
-        merged, laying out its cells ``(u, c)`` (``PAIR_SECONDS`` each: window searches, log-pmfs, the
-        merge) and streaming the merged points (``MERGED_POINT_SECONDS`` each); supports of at most
-        :data:`EXACT_SUPPORT_LIMIT` points cost nothing noticeable."""
-        cells, points, merged = self._size_estimates(check_probability("tail_mass", tail_mass))
-        if points <= EXACT_SUPPORT_LIMIT:
-            return 0.0
-        if merged == points:
-            return POINT_SECONDS * points
-        return PAIR_SECONDS * cells + MERGED_POINT_SECONDS * merged
+        """Streaming the (merged) support: :func:`~._krr_sizing.stream_seconds` of its size estimates."""
+        return stream_seconds(*self._size_estimates(check_probability("tail_mass", tail_mass)))
 
     def _check_size(self, tail_mass: float) -> None:
         """Refuse (ValueError) a request whose estimated cost is far above the limits (:func:`~._krr_sizing.check_request_size`)."""
