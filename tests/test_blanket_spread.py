@@ -118,22 +118,22 @@ def test_property_spread_upper_is_above_the_exact_blanket_pair(rows, n, q):
 
 
 def test_default_uses_the_spread_pair_at_scale_and_says_so():
-    """A 3 x 12 matrix at n = 1e4 (too many type counts to enumerate): the default is the spread blanket
+    """A 3 x 12 matrix at n = 3000 (too many type counts to enumerate): the default is the spread blanket
     pair, with its caveat, below the labelled clone pair; a near-kRR matrix gets close to kRR's own pair."""
     rng = np.random.default_rng(1)
     M = _random_matrix(rng, 3, 12)
-    mech = ps.ShuffledLDP(10_000, randomizer=Finite(M))
+    mech = ps.ShuffledLDP(3000, randomizer=Finite(M))
     assert mech.reduction == "blanket" and mech.blanket_pair.spread
     assert SPREAD_CAVEAT in mech.pair_family().caveats
     assert "spread" in mech.describe()
     spread = ps.FourierAccountant().compose(mech).get_epsilon_bounds(1e-6)
-    clone = ps.FourierAccountant().compose(ps.ShuffledLDP(10_000, randomizer=Finite(M), reduction="randomizer")).get_epsilon_bounds(1e-6)
+    clone = ps.FourierAccountant().compose(ps.ShuffledLDP(3000, randomizer=Finite(M), reduction="randomizer")).get_epsilon_bounds(1e-6)
     assert spread.is_guarantee and spread.upper < clone.lower
     # k-ary RR with its probabilities perturbed by 1e-3 (every ratio distinct): within 1 % of kRR's pair
-    K = KaryRR(10, 1.0).matrix() * (1 + 1e-3 * rng.random((10, 10)))
+    K = KaryRR(3, 1.0).matrix() * (1 + 1e-3 * rng.random((3, 3)))
     K /= K.sum(axis=1, keepdims=True)
-    near = ps.FourierAccountant().compose(ps.ShuffledLDP(2000, randomizer=Finite(K))).get_epsilon_bounds(1e-6)
-    krr = ps.FourierAccountant().compose(ps.ShuffledLDP(2000, randomizer=KaryRR(10, 1.0))).get_epsilon_bounds(1e-6)
+    near = ps.FourierAccountant().compose(ps.ShuffledLDP(1000, randomizer=Finite(K))).get_epsilon_bounds(1e-6)
+    krr = ps.FourierAccountant().compose(ps.ShuffledLDP(1000, randomizer=KaryRR(3, 1.0))).get_epsilon_bounds(1e-6)
     assert abs(near.upper - krr.upper) <= 0.01 * krr.upper
 
 
