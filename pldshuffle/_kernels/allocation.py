@@ -38,7 +38,7 @@ def _neumaier(acc, comp, c, v):  # pragma: no cover - jitted
     acc[c] = t
 
 
-@_jit()
+@_jit(nogil=True)  # the blanket pair of the Laplace randomizer builds its upper and lower laws in two threads
 def _combine(xa, ma, xb, mb, wa, wb, product, g, spread):  # pragma: no cover - jitted
     n = g.size
     acc = np.zeros(n)
