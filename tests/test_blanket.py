@@ -17,7 +17,7 @@ from reference import delta_exact, finite_worst_case_delta, make_pair
 
 import pldshuffle as ps
 from pldshuffle.mechanisms.blanket import BlanketPair
-from pldshuffle.mechanisms._blanket_model import hit_model
+from pldshuffle.mechanisms._blanket_model import hit_model, hit_model_of_types, matrix_types
 from pldshuffle.mechanisms._blanket_product import product_bounds
 from pldshuffle.mechanisms._blanket_support import LatticeCells, LatticeMixture, b_points, fixed_b_bounds, fixed_b_cells, grouped_bounds, hit_width
 from pldshuffle.pld import PrivacyLossPair
@@ -72,6 +72,29 @@ def test_groups_of_b_bracket_the_definition(rand, n):
     for eps, truth in zip(EPS, exact):
         lo, up = _bracket(bp, eps)
         assert lo <= truth * (1 + SLACK) + 1e-15 and truth <= up * (1 + SLACK) + 1e-15
+
+
+@pytest.mark.parametrize("eps0", [0.05, 0.3, 1.0, 2.5])
+@pytest.mark.parametrize(
+    "make",
+    [lambda e: OUE(2, e), lambda e: OUE(5, e), lambda e: RAPPOR(2, e), lambda e: RAPPOR(4, e), lambda e: LocalHashing(2, 3, e),
+     lambda e: LocalHashing(4, 2, e), lambda e: HadamardResponse(3, e), lambda e: HadamardResponse(6, e), lambda e: SubsetSelection(5, 4, e),
+     lambda e: KaryRR(4, e), lambda e: BinaryRR(e)],
+)
+def test_closed_form_hit_models_match_the_matrix_types(make, eps0):
+    """The closed forms of hit_model against the types read off the randomizer's matrix, including the
+    d = 2 cases whose ω(hit both) is exactly 0 (a rounded difference there was negative: OUE(2, 1) then took
+    the grouped path and failed)."""
+    rand = make(eps0)
+    model = hit_model(rand)
+    types = hit_model_of_types(matrix_types(rand.matrix(), 0, 1))
+    assert types is not None
+    assert model.gamma == pytest.approx(types.gamma, rel=1e-12)
+    assert model.log_ratio == pytest.approx(types.log_ratio, rel=1e-12)
+    assert model.pi10 == pytest.approx(types.pi10, rel=1e-9, abs=1e-15)
+    assert model.pi11 == pytest.approx(types.pi11, rel=1e-9, abs=1e-15) and model.pi11 >= 0.0
+    if types.pi11 == 0.0:
+        assert model.pi11 == 0.0 and BlanketPair(50, rand).methods in (("trinomial",), ("krr",))
 
 
 @pytest.mark.parametrize("q", [1.0, 0.5])
@@ -164,7 +187,8 @@ def test_product_evaluation_agrees_with_the_enumerated_fixed_b_pairs():
 
 
 @pytest.mark.parametrize(
-    "rand", [HadamardResponse(10, 1.0), HadamardResponse(1000, 2.0), SubsetSelection(32, 8, 1.0), SubsetSelection(32, 2, 0.1)], ids=str
+    "rand", [HadamardResponse(10, 1.0), HadamardResponse(1000, 2.0), SubsetSelection(32, 8, 1.0), SubsetSelection(32, 2, 0.1),
+             SubsetSelection(5, 4, 1.0), SubsetSelection(6, 5, 0.3)], ids=str
 )
 def test_kernel_fixed_b_agrees_with_the_python_path(rand):
     """The kernel's fixed-B pair (recurrence of N2 | N1, binned on the mixture lattice) against the Python

@@ -153,7 +153,9 @@ def _dependent_rows(r0, r1, q, m, k_lo, mass_k, alpha, beta, a_lo, a_hi, a_ancho
     size = cell_mass.shape[1]
     u = _U
     abar, bbar = 1.0 - alpha, 1.0 - beta
-    alpha_odds, beta_odds = alpha / abar, beta / bbar
+    # a binomial of probability 0 or 1 has a one-value window: never walked, its odds unused
+    alpha_odds = alpha / abar if abar > 0.0 else 0.0
+    beta_odds = beta / bbar if bbar > 0.0 else 0.0
     ab, abbar, s_coef = alpha * beta, abar * bbar, abar * beta + alpha * bbar
     bad, smallest, worst = 0, math.inf, 0.0
     for r in range(r0, r1):
@@ -170,8 +172,10 @@ def _dependent_rows(r0, r1, q, m, k_lo, mass_k, alpha, beta, a_lo, a_hi, a_ancho
         # started from two windowed dot products.
         c0 = k * (alpha * bbar) + c * (beta * abar)
         split = min(max(int(math.floor(c0 / s_coef)), first - 1), last)
-        if last - first < 8:
-            split = last  # too short to walk: every value a dot product
+        if last - first < 8 or wa == 1 or wc == 1:
+            # too short to walk, or one binomial is a point (probability 0 or 1, or no trials): every value
+            # a dot product, O(1) each in the latter case
+            split = last
             for j in range(first, last + 1):
                 f[j - first] = _hit_dot(j, va, a_lo[r], vc, c_lo[r])
                 smallest = min(smallest, f[j - first])

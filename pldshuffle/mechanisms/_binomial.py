@@ -140,7 +140,7 @@ def binomial_windows_sampled(trials: NDArray[np.int64], prob: float, tail_mass: 
     O(K/stride) entries searched, O(K) work.
     """
     trials = np.asarray(trials, dtype=np.int64)
-    if trials.size <= 2 * stride:
+    if trials.size <= 2 * stride or not 0.0 < prob < 1.0:  # (a point law: its one-value window exactly)
         return binomial_windows(trials, prob, tail_mass)
     steps = np.diff(trials)
     if not (np.all(steps == 1) or np.all(steps == -1)):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from .._kernels import UNIT_ROUNDOFF
 from ..randomizers.base import Randomizer
 from ..randomizers.named import RAPPOR, OUE, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
@@ -64,6 +65,20 @@ class HitModel:
     def hit_probability(self) -> float:
         """``p1 = π11 + π10``: the probability that a blanket draw hits ``x_1``."""
         return self.pi11 + self.pi10
+
+    @property
+    def conditional_hits(self) -> tuple[float, float]:
+        """``(α, β)``: ``α = P(hit x2 | hit x1) = π11/p1`` and ``β = P(hit x2 | miss x1) = π10/(1 - p1)``.
+
+        ``β = 1`` exactly when ``ω(hit neither)`` is within rounding of 0 (a few ulps left by the closed
+        forms, e.g. (d-1)-subset selection, whose every report holds ``x1`` or ``x2``): the fixed-``B``
+        evaluation then treats the hits of ``x2`` among the misses of ``x1`` as certain."""
+        p1 = self.hit_probability
+        alpha = self.pi11 / p1 if p1 > 0.0 else 0.0
+        if p1 >= 1.0:
+            return alpha, 0.0
+        beta = 1.0 if self.pi00 <= 4.0 * UNIT_ROUNDOFF else min(1.0, self.pi10 / (1.0 - p1))
+        return alpha, beta
 
     @property
     def gain(self) -> float:
@@ -128,14 +143,18 @@ def hit_model(randomizer: Randomizer) -> HitModel | None:
         # all-ones output has ρ = (1, 1).
         bit_d = math.exp(d * math.log(bit))
         z = 1.0 + (e - 1.0) * bit_d
-        return HitModel(gamma_over_z * z, eps0, (bit * bit - bit_d) / z, bit * (1.0 - bit) / z)
+        # π11 = (bit² - bit^d)/Z as bit²·(1 - bit^(d-2)): exactly 0 at d = 2 (a rounded difference could be
+        # negative there), and without cancellation for large d
+        both = bit * bit * max(0.0, -math.expm1((d - 2) * math.log(bit)))
+        return HitModel(gamma_over_z * z, eps0, both / z, bit * (1.0 - bit) / z)
     if isinstance(randomizer, LocalHashing):
         d, ell = randomizer.domain_size, randomizer.hash_range
         # ω ∝ 1 + (e-1)·1[H constant = v] over the l^(d+1) outputs (H, v); hits are H(x_j) = v.
         inv_d = math.exp(-d * math.log(ell))  # l^-d
         z = 1.0 + (e - 1.0) * inv_d  # (total weight) / l^(d+1)
         gamma = (ell + (e - 1.0) * ell * inv_d) / (e + ell - 1.0)
-        return HitModel(gamma, eps0, (1.0 / ell**2 - inv_d) / z, (ell - 1.0) / ell**2 / z)
+        both = max(0.0, -math.expm1(-(d - 2) * math.log(ell))) / ell**2  # ℓ^-2 - ℓ^-d, exactly 0 at d = 2
+        return HitModel(gamma, eps0, both / z, (ell - 1.0) / ell**2 / z)
     return None
 
 

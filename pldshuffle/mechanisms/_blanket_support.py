@@ -217,8 +217,7 @@ class _FixedB:
 def _fixed_b_support(b: int, model: HitModel, tail_mass: float) -> _FixedB:
     """Windows and row masses of the fixed-``B`` pair at ``b`` (:func:`fixed_b_bounds`); O(W1) Boost calls."""
     m, a, p1 = b + 1, model.gain, model.hit_probability
-    alpha = model.pi11 / p1 if p1 > 0.0 else 0.0
-    beta = min(1.0, model.pi10 / (1.0 - p1)) if p1 < 1.0 else 0.0
+    alpha, beta = model.conditional_hits
     lo, hi, q0, q1 = (int(v[0]) if i < 2 else float(v[0]) for i, v in enumerate(tilted_windows(np.array([m]), p1, tail_mass)))
     k = np.arange(lo, hi + 1, dtype=np.int64)
     denom = m * (1.0 + a * p1)
@@ -285,14 +284,14 @@ def fixed_b_cells(
     that support, ``≤ P[A ∉ window] + P[C ∉ window]``, which is booked (truncated) exactly as there.
     The pmfs of ``A`` and ``C`` are walked by their ratio recurrences from Boost's value at each window's
     mode.  Every point mass has a relative error bound (anchors, walks, dot products, the windows' drop
-    over the least start value, the recurrence's growth); where it exceeds :data:`DEPENDENT_MASS_RTOL` (or
-    ``α`` or ``β`` is 0 or 1) the pair is that of :func:`fixed_b_bounds` instead.  The losses are those of
+    over the least start value, the recurrence's growth); where it exceeds :data:`DEPENDENT_MASS_RTOL` the
+    pair is that of :func:`fixed_b_bounds` instead.  ``α`` or ``β`` equal to 0 or 1 (``β = 1`` for
+    (d-1)-subset selection: every report holds ``x1`` or ``x2``) makes one binomial a point: every value is
+    then a one-term dot product.  The losses are those of
     :func:`fixed_b_bounds` (the same ``ℓ``), bound the same way.  O(W1·(WA + WB)) time, a few ns per point
     on two threads, O(cells + W) memory.
     """
     sup = _fixed_b_support(b, model, tail_mass)
-    if not (0.0 < sup.alpha < 1.0 and 0.0 < sup.beta < 1.0):
-        return fixed_b_bounds(b, model, tail_mass)
     k, m = sup.k, sup.m
     windows = []
     for trials, prob in ((k, sup.alpha), (m - k, sup.beta)):

@@ -115,8 +115,7 @@ def _dependent_points(b: float, model: HitModel, tail_mass: float) -> float:
     times that of ``N2 | N1`` (``A + C``, their windows' widths added)."""
     z = 2.0 * math.sqrt(2.0 * math.log(1.0 / tail_mass))
     p1 = model.hit_probability
-    alpha = model.pi11 / p1 if p1 > 0.0 else 0.0
-    beta = min(1.0, model.pi10 / (1.0 - p1)) if p1 < 1.0 else 0.0
+    alpha, beta = model.conditional_hits
     w1 = z * math.sqrt(b * p1 * (1.0 - p1)) + 1.0
     w2 = z * (math.sqrt(b * p1 * alpha * (1.0 - alpha)) + math.sqrt(b * (1.0 - p1) * beta * (1.0 - beta))) + 2.0
     return w1 * w2
