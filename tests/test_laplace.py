@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pldshuffle as ps
-from pldshuffle.mechanisms._blanket_laplace import laplace_bounds, side_law, side_moments
+from pldshuffle.mechanisms._blanket_laplace import laplace_bounds, laplace_pair, side_law, side_moments
 from pldshuffle.pld import PrivacyLossPair
 from pldshuffle.randomizers import Laplace, make_randomizer, randomizer_spec
 from tests.laplace_reference import endpoint_delta, pair_delta_two_users
@@ -119,6 +119,22 @@ def test_participation_brackets_its_definition() -> None:
     # fewer reports: more privacy than full participation at the same n
     full_up = _bracket(2, eps0)[1]
     assert np.all(up[1:] <= full_up[1:])
+
+
+def test_participation_never_worse_than_everybody_reporting() -> None:
+    """BlanketPair's choice with q < 1 (laplace_pair): the pair of R itself is valid for R_q (voiding reports
+    is a post-processing of the shuffled reports) and is used unless the revealed-void decomposition has a
+    δ(ε) at most its own at every ε.  Amplified (n = 300): R's pair, the same ε; tiny n without amplification
+    (n = 3, ε0 = 2, q = 0.1): the decomposition, below R's pair."""
+    def eps(n: float, e0: float, q: float, delta: float) -> float:
+        return ps.FourierAccountant().compose(ps.ShuffledLDP(n, randomizer=Laplace(e0), participation=q)).get_epsilon_bounds(delta).upper
+
+    for q in (0.9, 0.4):
+        assert eps(300, 0.5, q, 1e-6) == pytest.approx(eps(300, 0.5, 1.0, 1e-6), rel=1e-12)
+    assert np.array_equal(laplace_pair(300, 0.5, 1e-18, participation=0.4)[1].masses, laplace_bounds(300, 0.5, 1e-18)[1].masses)
+    void = laplace_pair(3, 2.0, 1e-18, participation=0.1)
+    assert np.array_equal(void[1].masses, laplace_bounds(3, 2.0, 1e-18, participation=0.1)[1].masses)
+    assert eps(3, 2.0, 0.1, 1e-2) < eps(3, 2.0, 1.0, 1e-2)
 
 
 def test_clone_constants_hold_on_a_grid() -> None:
