@@ -40,15 +40,17 @@ def _linear_expect(alpha: float, beta: float, eps0: float) -> float:
     return atom + prim(hi) - prim(lo)
 
 
-def _endpoint_term(items: int, epsilon: float, eps0: float) -> float:
-    """``E_{ω^{items}}[(S_1 - e^ε S_2)_+]`` for the victim pair (lower, upper): ``k`` left items contribute
-    ``(V, 1)``, the others ``(1, V')``."""
+def _endpoint_term(items: int, epsilon: float, eps0: float, offset: float = 0.0) -> float:
+    """``E_{ω^{items}}[(S_1 - e^ε S_2 + offset)_+]`` for the victim pair (lower, upper): ``k`` left items
+    contribute ``(V, 1)``, the others ``(1, V')``."""
     e = math.exp(epsilon)
+    if items == 0:
+        return max(offset, 0.0)
     total = 0.0
     for k in range(items + 1):
         # coefficients of the V's: +1 for a left item (in S_1), -e^ε for a right one (in S_2)
         betas = [1.0] * k + [-e] * (items - k)
-        const = (items - k) - e * k
+        const = (items - k) - e * k + offset
 
         def inner(alpha: float, rest: list[float]) -> float:
             if len(rest) == 1:
@@ -59,11 +61,24 @@ def _endpoint_term(items: int, epsilon: float, eps0: float) -> float:
     return total
 
 
-def endpoint_delta(n: int, eps0: float, epsilon: float) -> float:
+def endpoint_delta(n: int, eps0: float, epsilon: float, participation: float = 1.0) -> float:
     """Blanket δ(ε) of ``n`` users, victim inputs at the domain's ends (one direction: the pair is
-    symmetric).  Cost grows like (quad points)^(n-1): n ≤ 3 in seconds."""
-    gamma = math.exp(-0.5 * eps0)
-    return sum(stats.binom.pmf(b, n - 1, gamma) * gamma / (b + 1) * _endpoint_term(b + 1, epsilon, eps0) for b in range(n))
+    symmetric).  Cost grows like (quad points)^(n-1): n ≤ 3 in seconds.
+
+    With participation ``q`` it is the blanket pair of ``R_q = (1-q)·δ_⊥ + q·R``: blanket mass
+    ``γ_q = 1 - q + qγ`` (``⊥`` has the same density under every input), and among the ``b + 1`` items
+    (victim's included, under the reference law ``ω_q``) ``u ~ Bin(b + 1, (1 - q)/γ_q)`` are ``⊥``, each
+    adding 1 to both sums: ``(1 - e^ε)·u`` to ``S_1 - e^ε S_2``."""
+    e = math.exp(epsilon)
+    gamma = 1.0 - participation + participation * math.exp(-0.5 * eps0)
+    void = (1.0 - participation) / gamma
+    total = 0.0
+    for b in range(n):
+        items = b + 1
+        term = sum(stats.binom.pmf(u, items, void) * _endpoint_term(items - u, epsilon, eps0, (1.0 - e) * u)
+                   for u in range(items + 1)) if void > 0.0 else _endpoint_term(items, epsilon, eps0)
+        total += stats.binom.pmf(b, n - 1, gamma) * gamma / items * term
+    return total
 
 
 def pair_delta_two_users(x1: float, x2: float, eps0: float, epsilon: float) -> float:

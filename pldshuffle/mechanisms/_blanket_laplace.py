@@ -36,13 +36,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._kernels import UNIT_ROUNDOFF as _U
-from ..pld import LossDistribution, PrivacyLossPair
+from ..pld import LossDistribution
 from ._allocation_sum import RatioLaw, combine, make_grid
 from ._binomial import binomial_pmf, binomial_window
 from ._blanket_support import grouped_bounds
 
-__all__ = ["LAPLACE_BINS", "LAPLACE_COARSE_BINS", "LAPLACE_FINE_GROUP_TOLERANCE", "LAPLACE_GROUP_TOLERANCE", "REVEALED_VOID_ITEMS", "group_tolerance", "laplace_bounds",
-           "laplace_pair", "laplace_pair_seconds", "laplace_seconds", "side_law", "side_moments"]
+__all__ = ["LAPLACE_BINS", "LAPLACE_COARSE_BINS", "LAPLACE_FINE_GROUP_TOLERANCE", "LAPLACE_GROUP_TOLERANCE", "group_tolerance", "laplace_bounds",
+           "laplace_seconds", "side_law", "side_moments"]
 
 #: Lattice cells across the most likely fixed-``B`` pair's loss range (the mixture lattice of
 #: :func:`grouped_bounds`; second-order error), with the fine group tolerance; with the coarse one, whose
@@ -71,18 +71,16 @@ _SKEWED_COPIES = 256
 _LOSS_SDS = 20.0
 #: Mass (μ- and x-weighted) set apart at each end of every law of an average, relative to the tail budget.
 _TRIM = 1e-2
-#: With participation ``q``, the revealed-void decomposition is also built (:func:`laplace_pair`) only where
-#: ``qγ(n - 1)`` is at most this (blanket draws it expects); beyond it never beat the pair of ``R`` measured.
-REVEALED_VOID_ITEMS = 16.0
 #: Calibration of :func:`laplace_seconds` (2 CPU cores, the two sides in two threads): per (B, k) term and
 #: per law of an average (seven cases, n = 1e3-3e4, ε0 = 0.1-4: 0.97-1.4 times the measured time).
 _TERM_SECONDS, _LAW_SECONDS = 5.2e-5, 0.00325
 
 
-def side_moments(eps0: float) -> tuple[float, float]:
-    """``(E V, Var V)``: ``E V = 2e^{ε0/2} - 1``, ``E V² = (4/3)e^{3ε0/2} - 1/3``.  O(1)."""
-    mean = 2.0 * math.exp(0.5 * eps0) - 1.0
-    second = (4.0 * math.exp(1.5 * eps0) - 1.0) / 3.0
+def side_moments(eps0: float, void: float = 0.0) -> tuple[float, float]:
+    """``(E V, Var V)``: ``E V = 2e^{ε0/2} - 1``, ``E V² = (4/3)e^{3ε0/2} - 1/3``; with a void item's share
+    ``void`` (its ``V`` is 1), ``E V_q = void + (1 - void)·E V`` and likewise ``E V_q²``.  O(1)."""
+    mean = void + (1.0 - void) * (2.0 * math.exp(0.5 * eps0) - 1.0)
+    second = void + (1.0 - void) * (4.0 * math.exp(1.5 * eps0) - 1.0) / 3.0
     return mean, max(second - mean * mean, 0.0)
 
 
@@ -96,17 +94,19 @@ def _with_log_cells(grid: NDArray[np.float64], eps0: float) -> NDArray[np.float6
     return np.unique(np.concatenate([grid, extra[(extra > grid[0]) & (extra < grid[-1])]]))
 
 
-def side_law(eps0: float, upper: bool) -> RatioLaw:
+def side_law(eps0: float, upper: bool, void: float = 0.0) -> RatioLaw:
     """The law of ``V`` on a grid of ``[1, e^{ε0}]``: spread to the cells' ends (upper) or contracted to their
     centroids (lower), as a :class:`~._allocation_sum.RatioLaw`.
 
     A cell ``[a, c]`` holds ``μ``-mass ``(√c - √a)/√(ac)`` with centroid ``√(ac)``; its spread puts
     ``(√c - √a)/(√a(√a + √c))`` at ``a`` and ``(√c - √a)/(√c(√a + √c))`` at ``c`` (closed forms without
     cancellation: ``√c - √a = (c - a)/(√a + √c)``, ``c - a`` exact for neighbouring floats within a factor
-    2).  The atom ``e^{-ε0/2}`` sits at ``e^{ε0}``.  Masses within ``8u``, centroids within ``2u``.  O(N).
+    2).  The atom ``e^{-ε0/2}`` sits at ``e^{ε0}``.  With participation, a share ``void`` of the items are void
+    reports (``V = 1`` on either side): the law is ``void·δ_1 + (1 - void)·law(V)``.  Masses within ``9u``,
+    centroids within ``2u``.  O(N).
     """
     top = math.exp(eps0)
-    mean, var = side_moments(eps0)
+    mean, var = side_moments(eps0, void)
     grid = _with_log_cells(make_grid(mean, math.sqrt(var), 1.0, top, resolution=_RESOLUTION, width=_WIDTH), eps0)
     # At most a factor 2 between neighbours (exact differences), and both ends exactly.
     grid = np.unique(np.concatenate([[1.0, top], grid[(grid > 1.0) & (grid < top)]]))
@@ -119,15 +119,20 @@ def side_law(eps0: float, upper: bool) -> RatioLaw:
     ra, rc = np.sqrt(a), np.sqrt(c)
     diff = (c - a) / (ra + rc)  # √c - √a
     atom = math.exp(-0.5 * eps0)
+    keep = 1.0 - void
     if upper:
         masses = np.zeros(grid.size)
         masses[:-1] += diff / (ra * (ra + rc))
         masses[1:] += diff / (rc * (ra + rc))
         masses[-1] += atom
-        return RatioLaw(grid, masses, 8.0 * _U, 0.0, True)
+        masses *= keep
+        masses[0] += void  # grid[0] = 1
+        return RatioLaw(grid, masses, 9.0 * _U, 0.0, True)
     points = np.append(ra * rc, top)
-    masses = np.append(diff / (ra * rc), atom)
-    return RatioLaw(points, masses, 8.0 * _U, 2.0 * _U, False)
+    masses = np.append(diff / (ra * rc), atom) * keep
+    if void > 0.0:
+        points, masses = np.append(1.0, points), np.append(void, masses)
+    return RatioLaw(points, masses, 9.0 * _U, 2.0 * _U, False)
 
 
 def _trimmed(law: RatioLaw, budget: float) -> tuple[RatioLaw, float]:
@@ -151,10 +156,10 @@ class _Sums:
     ``μ``-mass set apart carried along (a bound on the mass the result misses: the union bound over its
     parts): the upper pair books it, the lower one may miss it (a sub-pair).  O(popcount(k)·N²) per new ``k``."""
 
-    def __init__(self, eps0: float, upper: bool, budget: float) -> None:
+    def __init__(self, eps0: float, upper: bool, budget: float, void: float = 0.0) -> None:
         self.eps0, self.upper, self.budget = eps0, upper, budget
-        self.step = side_law(eps0, upper)
-        self.mean, var = side_moments(eps0)
+        self.step = side_law(eps0, upper, void)
+        self.mean, var = side_moments(eps0, void)
         self.sd = math.sqrt(var)
         self.top = math.exp(eps0)
         self.averages: dict[int, tuple[RatioLaw, float]] = {}
@@ -204,10 +209,10 @@ class _Sums:
 
 
 @functools.lru_cache(maxsize=2)
-def _sums(eps0: float, upper: bool, budget: float) -> _Sums:
-    """The laws of averages shared by every group of ``B`` (and later calls) for one ``ε0`` and side: kept
-    for the last two (the upper and the lower of one ε0), ~10 kB per average."""
-    return _Sums(eps0, upper, budget)
+def _sums(eps0: float, upper: bool, budget: float, void: float = 0.0) -> _Sums:
+    """The laws of averages shared by every group of ``B`` (and later calls) for one ``ε0``, void share and
+    side: kept for the last two (the upper and the lower of one request), ~10 kB per average."""
+    return _Sums(eps0, upper, budget, void)
 
 
 def _onto_lattice(laws: list[tuple[NDArray[np.float64], NDArray[np.float64], float]], consts: NDArray[np.int64],
@@ -248,18 +253,19 @@ def _onto_lattice(laws: list[tuple[NDArray[np.float64], NDArray[np.float64], flo
     return j0.astype(np.int64), mass, value
 
 
-def _fixed_b(b: int, eps0: float, h: float, tail: float, upper: bool) -> LossDistribution:
+def _fixed_b(b: int, eps0: float, h: float, tail: float, upper: bool, gamma: float, void: float) -> LossDistribution:
     """The fixed-``B`` pair at ``B = b``: its upper (on the lattice ``(j_1 - j_2)h``) or lower loss
-    distribution (forward direction; the pair is symmetric).  O(window of k × (N + cells²))."""
+    distribution (forward direction; the pair is symmetric).  ``gamma``: the blanket mass (``dP/dμ =
+    γ S_1/(B+1)``); ``void``: the share of void items among the blanket's (each counted on a random side,
+    with ``V = 1``).  O(window of k × (N + cells²))."""
     items = b + 1
-    gamma = math.exp(-0.5 * eps0)
     k_lo, k_hi, k_dropped = binomial_window(items, 0.5, tail)
-    sums = _sums(eps0, upper, _TRIM * tail)
+    sums = _sums(eps0, upper, _TRIM * tail, void)
     ks = np.arange(k_lo, k_hi + 1)
     weights = binomial_pmf(ks, items, 0.5) * (gamma / items)
-    # P-mass of the dropped k: their μ-mass times at most max(dP/dμ) = γ·e^{ε0} = e^{ε0/2}.
-    truncated = k_dropped * math.exp(0.5 * eps0)
-    mean = side_moments(eps0)[0]
+    # P-mass of the dropped k: their μ-mass times at most max(dP/dμ) = γ·e^{ε0}.
+    truncated = k_dropped * gamma * math.exp(eps0)
+    mean = side_moments(eps0, void)[0]
     laws1 = [sums.get(k) for k in ks.tolist()]
     laws2 = [sums.get(items - k) for k in ks.tolist()]
     q1 = np.array([law[2] for law in laws1])
@@ -308,10 +314,10 @@ def _fixed_b(b: int, eps0: float, h: float, tail: float, upper: bool) -> LossDis
     return LossDistribution(losses, p_tot[keep] * (1.0 - rel) / (1.0 + lam), loss_error=loss_error)
 
 
-def _loss_width(b: int, eps0: float) -> float:
+def _loss_width(b: int, eps0: float, void: float = 0.0) -> float:
     """Rough loss range of the fixed-``B`` pair: ``_LOSS_SDS`` standard deviations of
     ``log S_1 - log S_2 ≈ (S_1 - S_2)/E S`` (per item ``±(V - 1)``), at most ``2ε0``.  O(1)."""
-    mean, var = side_moments(eps0)
+    mean, var = side_moments(eps0, void)
     second = var + (mean - 1.0) ** 2  # E[(V - 1)²]
     sd = math.sqrt((b + 1.0) * second) / ((b + 1.0) * (1.0 + mean) / 2.0)
     return min(_LOSS_SDS * sd, 2.0 * eps0)
@@ -333,9 +339,11 @@ def laplace_bounds(n: int, eps0: float, tail_mass: float, *, participation: floa
     """``(lower, upper)`` forward loss distributions of the Laplace blanket pair (victims ``input_min``/``input_max``;
     symmetric), ``n`` users, Poisson participation ``q``.
 
-    With ``q < 1`` the decomposition is ``R_q(x) = qγ·ω + (1 - qγ)·(rest)`` for the other users (their void
-    reports revealed with the rest) and the victim is void with probability ``1 - q`` under both inputs
-    (loss 0): the pair is ``(1 - q)·δ_0 + q·(the pair with B ~ Bin(n - 1, qγ))``.  Time: (groups of ``B``) ×
+    With ``q < 1`` it is the blanket pair of ``R_q`` (void output ``⊥``, ratio 1 under every input): blanket
+    mass ``γ_q = 1 - q + qγ``, of which a share ``v = (1 - q)/γ_q`` is void.  A void item contributes
+    ``(1, 1)`` to ``(S_1, S_2)``, the same as a left item with ``V = 1`` or a right one with ``V' = 1``: so
+    every item is left or right with probability 1/2, and its ``V`` has the law ``v·δ_1 + (1 - v)·law(V)``
+    (:func:`side_law`); nothing else changes.  Time: (groups of ``B``) ×
     (window of ``k``) × (N² for each new average + cells² per convolution), see :func:`laplace_seconds`;
     ``tolerance=None``, ``bins=None``: :func:`group_tolerance`.
     """
@@ -343,65 +351,23 @@ def laplace_bounds(n: int, eps0: float, tail_mass: float, *, participation: floa
         default_tolerance, default_bins = group_tolerance(n, eps0, tail_mass, participation)
         tolerance = default_tolerance if tolerance is None else tolerance
         bins = default_bins if bins is None else bins
-    gamma = participation * math.exp(-0.5 * eps0)
+    gamma, void = _blanket_mass(eps0, participation)
     tail = tail_mass / 4.0
 
     def fixed(b: int, h: float) -> tuple[LossDistribution, LossDistribution]:
         # The two sides share nothing (their own caches of averages); the kernels and most of numpy's work
         # release the GIL, so two threads take ~0.6 of the time, with the same arithmetic.
-        upper = pool.submit(_fixed_b, b, eps0, h, tail, True)
-        return _fixed_b(b, eps0, h, tail, False), upper.result()
+        upper = pool.submit(_fixed_b, b, eps0, h, tail, True, gamma, void)
+        return _fixed_b(b, eps0, h, tail, False, gamma, void), upper.result()
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        lower, upper = grouped_bounds(n, gamma, tail, tolerance, fixed, lambda b: _loss_width(b, eps0), eps0, bins)
-    if participation < 1.0:
-        lower, upper = (_with_void(d, participation) for d in (lower, upper))
-    return lower, upper
+        return grouped_bounds(n, gamma, tail, tolerance, fixed, lambda b: _loss_width(b, eps0, void), eps0, bins)
 
 
-def laplace_pair(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0) -> tuple[LossDistribution, LossDistribution]:
-    """``(lower, upper)`` of the pair :class:`~pldshuffle.mechanisms.blanket.BlanketPair` uses for the Laplace
-    randomizer.  ``q = 1``: :func:`laplace_bounds`.
-
-    ``q < 1``: two pairs dominate the shuffled ``R_q``.  One is the pair of ``R`` itself: replacing each
-    report by ``⊥`` with probability ``1 - q``, independently, is a post-processing of the shuffled reports.
-    The other is :func:`laplace_bounds` with ``participation=q`` (the victim's void revealed).  The latter has
-    fewer blanket draws, ``Bin(n - 1, qγ)``, and is tighter only without amplification.  One-round ε at
-    δ ∈ {1e-2, 1e-4, 1e-6}: it won only where ``qγ(n - 1) ≤ 0.4``, or at δ = 1e-2, with one-round δ curves
-    that cross those of ``R``'s pair.  So it is built only where ``qγ(n - 1) ≤``
-    :data:`REVEALED_VOID_ITEMS`, and used only if its δ(ε) is at most that of ``R``'s pair at every ε of a
-    grid of ``[0, ε0]``.  Participation thus never makes the bound worse than ``q = 1``.  O(one or two
-    :func:`laplace_bounds`).
-    """
-    full = laplace_bounds(n, eps0, tail_mass)
-    if not _tries_revealed_void(n, eps0, participation):
-        return full
-    void = laplace_bounds(n, eps0, tail_mass, participation=participation)
-    void_up, full_up = PrivacyLossPair(void[1]), PrivacyLossPair(full[1])
-    grid = np.linspace(0.0, eps0, 65)
-    if all(void_up.delta_bounds(float(e))[1][0] <= full_up.delta_bounds(float(e))[1][0] for e in grid):
-        return void
-    return full
-
-
-def _tries_revealed_void(n: int, eps0: float, participation: float) -> bool:
-    """Whether :func:`laplace_pair` builds the revealed-void decomposition too."""
-    return participation < 1.0 and participation * math.exp(-0.5 * eps0) * (n - 1) <= REVEALED_VOID_ITEMS
-
-
-def laplace_pair_seconds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0) -> float:
-    """Rough seconds of :func:`laplace_pair`: :func:`laplace_seconds` of the one or two pairs it builds."""
-    seconds = laplace_seconds(n, eps0, tail_mass)
-    if _tries_revealed_void(n, eps0, participation):
-        seconds += laplace_seconds(n, eps0, tail_mass, participation=participation)
-    return seconds
-
-
-def _with_void(dist: LossDistribution, q: float) -> LossDistribution:
-    """``(1 - q)·δ_0 + q·dist`` (the victim is void with probability ``1 - q``)."""
-    return LossDistribution(np.append(dist.losses, 0.0), np.append(q * dist.masses, 1.0 - q),
-                            infinity_mass=q * dist.infinity_mass, truncated_mass=q * dist.truncated_mass,
-                            loss_error=dist.loss_error)
+def _blanket_mass(eps0: float, participation: float) -> tuple[float, float]:
+    """``(γ_q, v)``: the blanket mass ``1 - q + qe^{-ε0/2}`` and its void share ``(1 - q)/γ_q``."""
+    gamma = 1.0 - participation + participation * math.exp(-0.5 * eps0)
+    return gamma, (1.0 - participation) / gamma
 
 
 def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: float = 1.0,
@@ -415,7 +381,7 @@ def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: flo
         default_tolerance, default_bins = group_tolerance(n, eps0, tail_mass, participation)
         tolerance = default_tolerance if tolerance is None else tolerance
         bins = default_bins if bins is None else bins
-    gamma = participation * math.exp(-0.5 * eps0)
+    gamma = _blanket_mass(eps0, participation)[0]
     points = b_points(n, gamma, tail_mass / 4.0, tolerance)
     mode = max(1, int((n - 1) * gamma))
     z = 2.0 * math.sqrt(2.0 * math.log(4.0 / tail_mass))

@@ -60,7 +60,7 @@ from ._blanket_support import (
     hit_width,
     trinomial_bounds,
 )
-from ._blanket_laplace import laplace_pair, laplace_pair_seconds
+from ._blanket_laplace import laplace_bounds, laplace_seconds
 from ._blanket_participation import NODE_OFFSETS, participation_bounds, participation_window_points
 from ._blanket_product import product_bounds
 from ._krr_sizing import size_estimates, stream_seconds
@@ -368,7 +368,7 @@ class BlanketPair:
         total = 0.0
         for plan in self._plans:
             if plan.method == "laplace":
-                total += laplace_pair_seconds(self.num_users, float(self.randomizer.local_epsilon), tail_mass, participation=self.participation)
+                total += laplace_seconds(self.num_users, float(self.randomizer.local_epsilon), tail_mass, participation=self.participation)
             elif plan.method == "krr":
                 from .krr import ShuffledKRR
 
@@ -457,7 +457,7 @@ class BlanketPair:
             return pair, pair
         if plan.method == "laplace":
             label = f"blanket pair, victim inputs (input_min, input_max): {self.describe()}"
-            low, up = laplace_pair(n, float(self.randomizer.local_epsilon), tail, participation=self.participation)
+            low, up = laplace_bounds(n, float(self.randomizer.local_epsilon), tail, participation=self.participation)
             return (PrivacyLossPair(low, None, label=label + " (lower bound)"),
                     PrivacyLossPair(up, None, label=label + " (upper bound)"))
         if plan.method == "krr":
