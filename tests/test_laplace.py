@@ -120,13 +120,10 @@ def test_participation_never_worse_than_everybody_reporting() -> None:
     def eps(n: int, e0: float, q: float, delta: float) -> float:
         return ps.FourierAccountant().compose(ps.ShuffledLDP(n, randomizer=Laplace(e0), participation=q)).get_epsilon_bounds(delta).upper
 
-    for n, e0 in ((300, 0.5), (3, 2.0)):
-        previous = eps(n, e0, 1.0, 1e-6)
-        for q in (0.9, 0.5, 0.1):
-            current = eps(n, e0, q, 1e-6)
-            assert current <= previous * (1 + 1e-9)
-            previous = current
-    assert eps(300, 0.5, 0.5, 1e-6) < 0.8 * eps(300, 0.5, 1.0, 1e-6)
+    for n, e0, qs in ((100, 0.5, (1.0, 0.5)), (3, 2.0, (1.0, 0.9, 0.5, 0.1))):
+        values = [eps(n, e0, q, 1e-6) for q in qs]
+        assert all(b <= a * (1 + 1e-9) for a, b in zip(values, values[1:]))
+    assert eps(100, 0.5, 0.5, 1e-6) < 0.85 * eps(100, 0.5, 1.0, 1e-6)
 
 
 def test_clone_constants_hold_on_a_grid() -> None:
