@@ -22,7 +22,8 @@ own constants) is such a decomposition with a smaller blanket, so this pair is n
 k-ary and binary RR; a tilted trinomial over all ``B`` when no report hits both inputs; the product
 convolution of :mod:`._blanket_product` over groups of ``B`` for product hit laws (OUE, symmetric
 RAPPOR and local hashing at large domains), and with participation ``q < 1`` the same product pairs over
-groups of the number of non-void reports with a chord over the voids' share (:mod:`._blanket_participation`);
+groups of the number of non-void reports with a chord over the voids' share (:mod:`._blanket_participation`)
+where that is estimated faster than the (N1, N2) evaluation of ``R_q``'s hit model (from about 3e5 users);
 an (N1, N2) enumeration per group of ``B`` otherwise (Hadamard response, subset selection, local hashing
 with a large point mass); exact enumeration of type counts for small finite randomizers, and for larger
 ones a dominating hit model of their types spread to two ratio levels
@@ -47,7 +48,7 @@ from ..pld import PrivacyLossPair
 from ..randomizers.base import Randomizer
 from ..randomizers.continuous import Laplace
 from ..randomizers.named import BinaryRR, KaryRR
-from ._blanket_model import HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, spread_hit_model, victim_pairs
+from ._blanket_model import MAX_LOG_RATIO, HitModel, hit_model, hit_model_of_types, matrix_types, participating_matrix, spread_hit_model, victim_pairs
 from ._blanket_support import (
     DEFAULT_GROUP_TOLERANCE,
     MAX_ENUMERATED_POINTS,
@@ -255,8 +256,9 @@ class BlanketPair:
                     else:
                         return (), (
                             f"victim pair {(x1, x2)} has {types.prob.size} output types (distinct ratio pairs), no hit "
-                            f"structure and outputs only the victim can give; enumerating their counts for n={n} "
-                            f"visits {size:.3g} vectors, more than {MAX_ENUMERATED_POINTS:,}"
+                            f"structure, and outputs only the victim can give (or ratios beyond e^{MAX_LOG_RATIO:g}), so no "
+                            f"two-level spread; enumerating their counts for n={n} visits {size:.3g} vectors, more than "
+                            f"{MAX_ENUMERATED_POINTS:,}"
                         )
             if len(plans) > MAX_VICTIM_PAIRS:
                 return (), f"more than {MAX_VICTIM_PAIRS} distinct victim pairs"
