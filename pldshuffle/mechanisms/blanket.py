@@ -75,9 +75,11 @@ __all__ = ["BlanketPair", "MAX_VICTIM_PAIRS", "SPREAD_CAVEAT", "check_participat
 MAX_VICTIM_PAIRS = 64
 #: Caveat of a blanket pair evaluated on spread types (:attr:`BlanketPair.spread`).
 SPREAD_CAVEAT = (
-    "finite randomizer with many distinct ratio pairs: its blanket pair is evaluated with each output type's "
-    "ratios spread to the pair's least and largest ratio (mean-preserving, so the spread pair dominates the exact "
-    "blanket pair); the bracket is that of the spread pair, an upper bound on the exact blanket pair's ε"
+    "blanket pair of a finite randomizer with many distinct ratio pairs, evaluated with each output type's ratios "
+    "spread to the pair's least and largest ratio (mean-preserving, so the spread pair dominates the exact blanket "
+    "pair): a guarantee for this randomizer; the bracket is that of the spread pair, an upper bound on the exact "
+    "blanket pair's ε; unlike the exact blanket pair it is not proven never looser than the labelled clone pairs "
+    "(measured tighter)"
 )
 #: Product hit laws use the product evaluation when the point mass ``λ`` of their split costs at most this
 #: much probability (``n·λ``, see :mod:`._blanket_product`: the lower pair loses a fraction ``≤ n·λ`` of its

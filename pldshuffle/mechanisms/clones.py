@@ -377,7 +377,7 @@ class ShuffledLDP(ShuffleMechanism):
         if self.reduction == "blanket" and self._blanket_pair().methods == ("laplace",):
             caveats = (*caveats, LAPLACE_VICTIM_CAVEAT)
         if self.reduction == "blanket" and self._blanket_pair().spread:
-            caveats = (*caveats, SPREAD_CAVEAT)
+            caveats = (SPREAD_CAVEAT, *caveats[1:])  # replaces the exact blanket pair's "never looser" caveat
         if self.participation < 1.0 and self.reduction != "blanket":
             caveats = (*caveats, "participation: this clone reduction does not use it (the void report leaves its "
                        "constants unchanged); reduction='blanket' does")
