@@ -39,7 +39,8 @@ from .._kernels import UNIT_ROUNDOFF as _U
 from ..pld import LossDistribution
 from ._allocation_sum import RatioLaw, combine, make_grid
 from ._binomial import binomial_pmf, binomial_window
-from ._blanket_support import grouped_bounds
+from ._blanket_model import participating_blanket_mass
+from ._blanket_support import b_points, grouped_bounds
 
 __all__ = ["LAPLACE_BINS", "LAPLACE_COARSE_BINS", "LAPLACE_FINE_GROUP_TOLERANCE", "LAPLACE_GROUP_TOLERANCE", "group_tolerance", "laplace_bounds",
            "laplace_seconds", "side_law", "side_moments"]
@@ -366,7 +367,7 @@ def laplace_bounds(n: int, eps0: float, tail_mass: float, *, participation: floa
 
 def _blanket_mass(eps0: float, participation: float) -> tuple[float, float]:
     """``(γ_q, v)``: the blanket mass ``1 - q + qe^{-ε0/2}`` and its void share ``(1 - q)/γ_q``."""
-    gamma = 1.0 - participation + participation * math.exp(-0.5 * eps0)
+    gamma = participating_blanket_mass(math.exp(-0.5 * eps0), participation)
     return gamma, (1.0 - participation) / gamma
 
 
@@ -375,8 +376,6 @@ def laplace_seconds(n: int, eps0: float, tail_mass: float, *, participation: flo
     """Rough seconds of :func:`laplace_bounds` on 2 cores: terms ``(B, k)`` over the groups of ``B`` times
     their convolution size, plus the laws of averages (measured ε0 = 1, one round, on the 2-core machine
     at load ~1: n = 1e3 6.7 s (estimate 7.7), n = 1e4 10.0 s (11.8), n = 3e4 13.6 s (17.0)).  O(groups)."""
-    from ._blanket_support import b_points
-
     if tolerance is None or bins is None:
         default_tolerance, default_bins = group_tolerance(n, eps0, tail_mass, participation)
         tolerance = default_tolerance if tolerance is None else tolerance

@@ -29,7 +29,7 @@ from .._kernels import UNIT_ROUNDOFF
 from ..randomizers.base import Randomizer
 from ..randomizers.named import RAPPOR, OUE, BinaryRR, HadamardResponse, KaryRR, LocalHashing, SubsetSelection
 
-__all__ = ["HitModel", "MatrixTypes", "hit_model", "hit_model_of_types", "matrix_types", "spread_hit_model"]
+__all__ = ["HitModel", "MatrixTypes", "hit_model", "hit_model_of_types", "matrix_types", "participating_blanket_mass", "spread_hit_model"]
 
 #: Hit models with a larger ``log E`` are left to enumeration (``E - 1`` must be a finite double).
 MAX_LOG_RATIO = 500.0
@@ -89,7 +89,7 @@ class HitModel:
         """The model of ``R_q`` (void output ``⊥`` of type ``(1, 1)``, taken with probability ``1 - q``)."""
         if q == 1.0:
             return self
-        gamma_q = 1.0 - q + q * self.gamma
+        gamma_q = participating_blanket_mass(self.gamma, q)
         scale = q * self.gamma / gamma_q
         return HitModel(gamma_q, self.log_ratio, self.pi11 * scale, self.pi10 * scale)
 
@@ -207,15 +207,24 @@ def matrix_types(matrix: NDArray[np.float64], x1: int, x2: int) -> MatrixTypes:
     return MatrixTypes(gamma, t1, t2, prob, R[x1][outside], R[x2][outside])
 
 
-def hit_model_of_types(types: MatrixTypes) -> HitModel | None:
-    """The :class:`HitModel` of a pair's types when they have the hit form (no victim-only outputs,
-    ``r_j ∈ {c, cE}`` with one ``c`` and ``E`` for both inputs, ``ω(hit x1 only) = ω(hit x2 only)``), else ``None``."""
-    if types.victim_p.size or types.gamma <= 0.0:
+def _levels(types: MatrixTypes) -> tuple[float, float] | None:
+    """The least and largest ratio of a pair's types (both inputs), or ``None`` when no hit model can stand
+    for them: outputs only the victim gives, no blanket, one level only, or ``E`` beyond ``e^MAX_LOG_RATIO``."""
+    if types.victim_p.size or types.gamma <= 0.0 or types.prob.size == 0:
         return None
     low = float(min(types.r1.min(), types.r2.min()))
     high = float(max(types.r1.max(), types.r2.max()))
     if not high > low * (1.0 + TYPE_RTOL) or math.log(high) - math.log(low) > MAX_LOG_RATIO:
         return None
+    return low, high
+
+
+def hit_model_of_types(types: MatrixTypes) -> HitModel | None:
+    """The :class:`HitModel` of a pair's types when they have the hit form (no victim-only outputs,
+    ``r_j ∈ {c, cE}`` with one ``c`` and ``E`` for both inputs, ``ω(hit x1 only) = ω(hit x2 only)``), else ``None``."""
+    if (levels := _levels(types)) is None:
+        return None
+    low, high = levels
 
     def level(r: NDArray[np.float64]) -> NDArray[np.int64] | None:
         hit = np.isclose(r, high, rtol=1e-10, atol=0)
@@ -247,12 +256,9 @@ def spread_hit_model(types: MatrixTypes) -> HitModel | None:
     docs/mathematics.md#blanket-spread.  The levels are a hit model with ``E = hi/lo``; ``ω(hit x1 only)
     = ω(hit x2 only)`` because ``Σ_y ω(y) r_j(y) = Σ_y R(x_j)(y) = 1`` for both inputs.  O(types).
     """
-    if types.victim_p.size or types.gamma <= 0.0 or types.prob.size == 0:
+    if (levels := _levels(types)) is None:
         return None
-    low = float(min(types.r1.min(), types.r2.min()))
-    high = float(max(types.r1.max(), types.r2.max()))
-    if not high > low * (1.0 + TYPE_RTOL) or math.log(high) - math.log(low) > MAX_LOG_RATIO:
-        return None
+    low, high = levels
     w1 = np.clip((types.r1 - low) / (high - low), 0.0, 1.0)
     w2 = np.clip((types.r2 - low) / (high - low), 0.0, 1.0)
     both = np.minimum(w1, w2)
@@ -261,6 +267,11 @@ def spread_hit_model(types: MatrixTypes) -> HitModel | None:
     if not math.isclose(pi10, pi01, rel_tol=1e-9, abs_tol=1e-15):
         return None  # the two inputs' ratios must have the same mean (rows summing to one)
     return HitModel(types.gamma, math.log(high) - math.log(low), pi11, 0.5 * (pi10 + pi01))
+
+
+def participating_blanket_mass(gamma: float, q: float) -> float:
+    """``γ_q = 1 - q + qγ``: the blanket mass of ``R_q`` (the void output is in every input's law alike)."""
+    return 1.0 - q + q * gamma
 
 
 def participating_matrix(matrix: NDArray[np.float64], q: float) -> NDArray[np.float64]:

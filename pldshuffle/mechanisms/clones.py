@@ -207,8 +207,8 @@ class ShuffledLDP(ShuffleMechanism):
                 reduction = "blanket"
                 blanket = self._blanket_pair()
                 fallback = blanket.unavailable
-                if not fallback and blanket.build_seconds() > BLANKET_DEFAULT_SECONDS:
-                    fallback = (f"its estimated build time, {blanket.build_seconds():.3g} s, is above {BLANKET_DEFAULT_SECONDS:g} s; "
+                if not fallback and (seconds := blanket.build_seconds()) > BLANKET_DEFAULT_SECONDS:
+                    fallback = (f"its estimated build time, {seconds:.3g} s, is above {BLANKET_DEFAULT_SECONDS:g} s; "
                                 "pass reduction='blanket' to compute it anyway")
                 if fallback:
                     reduction = "randomizer"
@@ -363,6 +363,8 @@ class ShuffledLDP(ShuffleMechanism):
 
     def pair_family(self, *, tail_mass: float = DEFAULT_TAIL_MASS) -> PairFamily:
         caveats: tuple[str, ...] = _CAVEATS[self.reduction]
+        if self.reduction == "blanket" and self._blanket_pair().spread:
+            caveats = (SPREAD_CAVEAT,)  # not the exact blanket pair's "never looser than the clone pairs"
         guarantee = self.reduction not in ("khh21", "wang24")
         if self.reduction == "fmt23" and self.randomizer is not None:
             if self.randomizer.in_fmt23_class:
@@ -378,8 +380,6 @@ class ShuffledLDP(ShuffleMechanism):
                        "pair 'randomizer' was used instead")
         if self.reduction == "blanket" and self._blanket_pair().methods == ("laplace",):
             caveats = (*caveats, LAPLACE_VICTIM_CAVEAT)
-        if self.reduction == "blanket" and self._blanket_pair().spread:
-            caveats = (SPREAD_CAVEAT, *caveats[1:])  # replaces the exact blanket pair's "never looser" caveat
         if self.participation < 1.0 and self.reduction != "blanket":
             caveats = (*caveats, "participation: this clone reduction does not use it (the void report leaves its "
                        "constants unchanged); reduction='blanket' does")
